@@ -1,0 +1,108 @@
+//! The component host side: serves an [`Endpoint`] from a WASIp2
+//! `wasi:http/incoming-handler` export (spin-sdk's `#[http_component]`).
+//!
+//! Routing belongs to the host (Spin, `wasmtime serve`, the spinbench runner), so
+//! unlike the native server this does not check the path: a component mounted at
+//! another route in someone's own manifest keeps working.
+
+use crate::{ApiError, Endpoint, Handler, Head, Reply};
+use futures::{SinkExt, StreamExt};
+use spin_sdk::http::{Fields, IncomingRequest, OutgoingResponse, ResponseOutparam};
+
+/// Answers one request; each function's `#[http_component]` calls just this.
+pub async fn serve(endpoint: &'static Endpoint, req: IncomingRequest, out: ResponseOutparam) {
+    let reply = answer(endpoint, req).await.unwrap_or_else(|e| e.to_reply());
+    send(reply, out).await;
+}
+
+async fn answer(endpoint: &'static Endpoint, req: IncomingRequest) -> Result<Reply, ApiError> {
+    let head = head_of(&req);
+    endpoint.admit(&head)?;
+    match &endpoint.handler {
+        Handler::Head(handle) => handle(&head),
+        Handler::Buffered { limit, handle } => {
+            let body = read_body(req, *limit as u64).await?;
+            handle(&head, &body)
+        }
+        Handler::Streamed { limit, start } => {
+            let mut sink = start(&head)?;
+            let mut received = 0u64;
+            let mut chunks = req.into_body_stream();
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk.map_err(unreadable)?;
+                received += chunk.len() as u64;
+                if received > *limit {
+                    return Err(ApiError::body_too_large(*limit));
+                }
+                sink.write(&chunk);
+            }
+            Ok(sink.finish())
+        }
+        Handler::Delayed(plan) => {
+            let (wait, reply) = plan(&head)?;
+            // In wasm32-wasip2, std's sleep is a `wasi:clocks` subscription the
+            // guest blocks on through `wasi:io/poll`: the host parks this instance
+            // on its async timer, using no CPU and no host thread meanwhile.
+            std::thread::sleep(wait);
+            Ok(reply)
+        }
+    }
+}
+
+fn head_of(req: &IncomingRequest) -> Head {
+    let path_and_query = req.path_with_query().unwrap_or_else(|| "/".to_string());
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query.as_str(), ""));
+    let headers = req.headers();
+    let header = |name: &str| {
+        headers
+            .get(&name.to_string())
+            .into_iter()
+            .next()
+            .and_then(|v| String::from_utf8(v).ok())
+    };
+    Head {
+        method: req.method().to_string(),
+        path: path.to_string(),
+        query: query.to_string(),
+        content_type: header("content-type"),
+        content_length: header("content-length").and_then(|v| v.parse().ok()),
+    }
+}
+
+async fn read_body(req: IncomingRequest, limit: u64) -> Result<Vec<u8>, ApiError> {
+    let mut body = Vec::new();
+    let mut chunks = req.into_body_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(unreadable)?;
+        if (body.len() + chunk.len()) as u64 > limit {
+            return Err(ApiError::body_too_large(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+fn unreadable(error: impl std::fmt::Debug) -> ApiError {
+    ApiError::bad_request(format!("request body could not be read: {error:?}"))
+}
+
+async fn send(reply: Reply, out: ResponseOutparam) {
+    let mut headers = vec![("content-type".to_string(), reply.content_type.as_bytes().to_vec())];
+    headers.extend(
+        reply
+            .headers
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec())),
+    );
+    let fields = Fields::from_list(&headers).expect("our header names and values are valid");
+    let response = OutgoingResponse::new(fields);
+    response
+        .set_status_code(reply.status)
+        .expect("our status codes are valid");
+    let mut body = response.take_body();
+    out.set(response);
+    // A client that went away mid-response is not an error worth a trap.
+    let _ = body.send(reply.body).await;
+}
