@@ -1,0 +1,67 @@
+//! `GET /suntimes?lat=&lon=&date=&tz=`: sunrise, sunset, noon, day length,
+//! civil/nautical/astronomical twilight, moonrise, moonset and the Moon's
+//! phase for a place and local date, to the minute.
+//!
+//! Pure Rust, no I/O: Meeus's *Astronomical Algorithms* (2nd ed.) solar (ch. 25)
+//! and lunar (ch. 47) series, nutation (ch. 22), sidereal time (ch. 12), the
+//! Espenak–Meeus ΔT, and a threshold-crossing search over the local day
+//! ([`events`]). Checked against PyEphem (VSOP87/ELP) in `tests/golden`.
+//!
+//! Modules: [`request`] parses and validates, [`events`] computes the
+//! [`Almanac`], [`response`] shapes the JSON ([`Response`] documents it).
+
+pub mod earth;
+pub mod events;
+pub mod moon;
+pub mod phase;
+pub mod request;
+pub mod response;
+pub mod search;
+pub mod sky;
+pub mod sun;
+pub mod time_scale;
+
+#[cfg(target_arch = "wasm32")]
+mod component;
+
+pub use events::{Absence, Almanac, Event};
+pub use request::Request;
+pub use response::Response;
+
+use glue::{ApiError, Endpoint, Handler, Head, Reply};
+
+pub static ENDPOINT: Endpoint = Endpoint {
+    route: "/suntimes",
+    methods: &["GET"],
+    handler: Handler::Head(suntimes),
+};
+
+pub fn suntimes(head: &Head) -> Result<Reply, ApiError> {
+    let request = Request::parse(&head.query)?;
+    Ok(Reply::json(&Response::new(&request, &compute(&request))))
+}
+
+/// The pure computation for one request: the local date's window in its zone,
+/// then the events in it.
+pub fn compute(request: &Request) -> Almanac {
+    let (start, end, noon) = local_day(request);
+    events::almanac(request.lat, request.lon, start, end, noon)
+}
+
+/// The local date's first instant, the next date's first instant and 12:00
+/// local time, as Unix seconds. A midnight that falls in a DST gap starts the
+/// day at the first instant after the gap.
+pub fn local_day(request: &Request) -> (i64, i64, i64) {
+    let at = |date: jiff::civil::Date, hour: i8| {
+        date.at(hour, 0, 0, 0)
+            .to_zoned_datetime(request.tz.clone())
+            .expect("dates 1900–2101 are within jiff's range")
+            .timestamp()
+            .as_second()
+    };
+    let next = request
+        .date
+        .tomorrow()
+        .expect("2101-01-01 is within jiff's range");
+    (at(request.date, 0), at(next, 0), at(request.date, 12))
+}

@@ -1,0 +1,196 @@
+//! The JSON body of a `200`.
+
+use crate::Request;
+use crate::events::{Absence, Almanac, Event, Twilight};
+use crate::phase::PhaseName;
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use serde::Serialize;
+
+/// `GET /suntimes` answers with this, as `application/json`.
+///
+/// Times are ISO 8601 local times with the zone's UTC offset at that instant
+/// (so each is right on a DST change day), to the second. Every event has a
+/// sibling `<event>_absent`: `null` when the event has a time, otherwise the
+/// reason it has none on this local date (and the event is `null`):
+///
+/// | reason        | meaning |
+/// |---------------|---------|
+/// | `polar_day`   | the Sun stays above the horizon all day |
+/// | `polar_night` | the Sun stays below the horizon (for a twilight: below that twilight's depression) all day |
+/// | `white_night` | twilight only: the Sun sets but never gets that far below the horizon, so that twilight never ends |
+/// | `always_up`   | the Moon stays above the horizon all day |
+/// | `always_down` | the Moon stays below the horizon all day |
+/// | `other_date`  | this date the body only crosses the other way; the event falls on the day before or after (e.g. the monthly date without a moonrise) |
+///
+/// If an event happens twice in one local date (two moonsets; a sunset just
+/// after midnight and another before the next one at high latitude), the first
+/// is reported.
+///
+/// ```json
+/// {
+///   "location": {"lat": 51.5074, "lon": -0.1278},
+///   "date": "2024-06-21",
+///   "tz": "Europe/London",
+///   "sun": {
+///     "rise": "2024-06-21T04:43:09+01:00", "rise_absent": null,
+///     "set": "2024-06-21T21:21:41+01:00", "set_absent": null,
+///     "noon": "2024-06-21T13:02:25+01:00", "noon_absent": null,
+///     "day_length": 59912,
+///     "twilight": {
+///       "civil": {"begin": "2024-06-21T03:58:31+01:00", "begin_absent": null,
+///                 "end": "2024-06-21T22:06:22+01:00", "end_absent": null},
+///       "nautical": {...},
+///       "astronomical": {"begin": null, "begin_absent": "white_night",
+///                        "end": null, "end_absent": "white_night"}
+///     }
+///   },
+///   "moon": {
+///     "rise": "2024-06-21T21:56:52+01:00", "rise_absent": null,
+///     "set": "2024-06-21T03:33:07+01:00", "set_absent": null,
+///     "phase": "waxing_gibbous", "illuminated_fraction": 0.994, "age_days": 14.93
+///   }
+/// }
+/// ```
+///
+/// * `sun.noon`: the Sun's upper transit (local apparent noon).
+/// * `sun.day_length`: seconds the Sun's upper limb is above the horizon
+///   within this local date (0 in polar night, the date's length in polar day).
+/// * `sun.twilight.*.begin` / `end`: the Sun's centre at −6° (civil), −12°
+///   (nautical), −18° (astronomical), morning and evening.
+/// * `moon.phase`: `new_moon`, `first_quarter`, `full_moon`, `last_quarter` when
+///   that instant falls within the date, else `waxing_crescent`,
+///   `waxing_gibbous`, `waning_gibbous` or `waning_crescent` at 12:00 local time.
+/// * `moon.illuminated_fraction` (0–1, 3 decimals) and `moon.age_days` (days
+///   since the last new moon, 2 decimals): at 12:00 local time.
+/// * Rise and set are for the upper limb with 34′ of refraction, at sea level;
+///   the Moon's are topocentric (its parallax included).
+#[derive(Debug, Clone, Serialize)]
+pub struct Response {
+    pub location: Location,
+    pub date: String,
+    pub tz: String,
+    pub sun: Sun,
+    pub moon: Moon,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Location {
+    pub lat: f64,
+    pub lon: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Sun {
+    pub rise: Option<String>,
+    pub rise_absent: Option<Absence>,
+    pub set: Option<String>,
+    pub set_absent: Option<Absence>,
+    pub noon: Option<String>,
+    pub noon_absent: Option<Absence>,
+    pub day_length: i64,
+    pub twilight: Twilights,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Twilights {
+    pub civil: TwilightTimes,
+    pub nautical: TwilightTimes,
+    pub astronomical: TwilightTimes,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TwilightTimes {
+    pub begin: Option<String>,
+    pub begin_absent: Option<Absence>,
+    pub end: Option<String>,
+    pub end_absent: Option<Absence>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Moon {
+    pub rise: Option<String>,
+    pub rise_absent: Option<Absence>,
+    pub set: Option<String>,
+    pub set_absent: Option<Absence>,
+    pub phase: PhaseName,
+    pub illuminated_fraction: f64,
+    pub age_days: f64,
+}
+
+impl Response {
+    pub fn new(request: &Request, almanac: &Almanac) -> Self {
+        let tz = &request.tz;
+        let (sun, moon) = (&almanac.sun, &almanac.moon);
+        let (sun_rise, sun_rise_absent) = split(&sun.rise, tz);
+        let (sun_set, sun_set_absent) = split(&sun.set, tz);
+        let (noon, noon_absent) = split(&sun.noon, tz);
+        let (moon_rise, moon_rise_absent) = split(&moon.rise, tz);
+        let (moon_set, moon_set_absent) = split(&moon.set, tz);
+        Response {
+            location: Location {
+                lat: request.lat,
+                lon: request.lon,
+            },
+            date: request.date.to_string(),
+            tz: request.tz_name.clone(),
+            sun: Sun {
+                rise: sun_rise,
+                rise_absent: sun_rise_absent,
+                set: sun_set,
+                set_absent: sun_set_absent,
+                noon,
+                noon_absent,
+                day_length: sun.day_length,
+                twilight: Twilights {
+                    civil: twilight(&sun.civil, tz),
+                    nautical: twilight(&sun.nautical, tz),
+                    astronomical: twilight(&sun.astronomical, tz),
+                },
+            },
+            moon: Moon {
+                rise: moon_rise,
+                rise_absent: moon_rise_absent,
+                set: moon_set,
+                set_absent: moon_set_absent,
+                phase: moon.phase.name,
+                illuminated_fraction: round(moon.phase.illuminated_fraction, 1e3),
+                age_days: round(moon.phase.age_days, 1e2),
+            },
+        }
+    }
+}
+
+fn twilight(t: &Twilight, tz: &TimeZone) -> TwilightTimes {
+    let (begin, begin_absent) = split(&t.begin, tz);
+    let (end, end_absent) = split(&t.end, tz);
+    TwilightTimes {
+        begin,
+        begin_absent,
+        end,
+        end_absent,
+    }
+}
+
+fn split(event: &Event, tz: &TimeZone) -> (Option<String>, Option<Absence>) {
+    match event {
+        Ok(t) => (Some(local_time(*t, tz)), None),
+        Err(why) => (None, Some(*why)),
+    }
+}
+
+/// `2024-06-21T04:43:09+01:00`: local time and the offset in force then
+/// (with seconds in the offset only for the rare historical zones that have them).
+pub fn local_time(t: Timestamp, tz: &TimeZone) -> String {
+    let zoned = t.to_zoned_datetime(tz.clone());
+    let format = if zoned.offset().seconds() % 60 == 0 {
+        "%Y-%m-%dT%H:%M:%S%:z"
+    } else {
+        "%Y-%m-%dT%H:%M:%S%::z"
+    };
+    zoned.strftime(format).to_string()
+}
+
+fn round(x: f64, scale: f64) -> f64 {
+    (x * scale).round() / scale
+}
