@@ -106,3 +106,22 @@ async fn send(reply: Reply, out: ResponseOutparam) {
     // A client that went away mid-response is not an error worth a trap.
     let _ = body.send(reply.body).await;
 }
+
+/// Declares a function crate's Spin entry: a WASIp2 `wasi:http/incoming-handler`
+/// export (spin-sdk's `#[http_component]`) that serves `$endpoint`.
+///
+/// spin-sdk's macro expands to `::spin_sdk` paths, so the calling crate depends on
+/// spin-sdk itself (for wasm32 only); this keeps that entry to one line per function.
+#[macro_export]
+macro_rules! spin_component {
+    ($endpoint:path) => {
+        #[::spin_sdk::http_component]
+        async fn handle(
+            req: ::spin_sdk::http::IncomingRequest,
+            out: ::spin_sdk::http::ResponseOutparam,
+        ) {
+            // `$crate` does not survive the trip through a proc macro, hence `::glue`.
+            ::glue::component::serve(&$endpoint, req, out).await
+        }
+    };
+}

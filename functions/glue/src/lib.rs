@@ -56,7 +56,7 @@ pub enum Handler {
 }
 
 /// Consumes a request body incrementally.
-pub trait BodySink {
+pub trait BodySink: Send {
     fn write(&mut self, chunk: &[u8]);
     fn finish(self: Box<Self>) -> Reply;
 }

@@ -3,7 +3,7 @@
 use glue::{ApiError, Endpoint, Handler, Head, Reply};
 
 #[cfg(target_arch = "wasm32")]
-mod component;
+glue::spin_component!(ENDPOINT);
 
 pub static ENDPOINT: Endpoint = Endpoint {
     route: "/hello",
