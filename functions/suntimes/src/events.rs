@@ -158,7 +158,12 @@ pub fn almanac(lat: f64, lon: f64, start: i64, end: i64, noon: i64) -> Almanac {
     let moon = MoonDay {
         rise: window.first(&moon_horizon.up, moon_absence),
         set: window.first(&moon_horizon.down, moon_absence),
-        phase: phase::phase(start, end, noon, &nutation),
+        phase: phase::phase(
+            (&moon_places[0], &sun_places[0]),
+            (&moon_places[3], &sun_places[3]),
+            noon,
+            &nutation,
+        ),
     };
     Almanac { sun, moon }
 }

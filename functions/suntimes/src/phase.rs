@@ -8,9 +8,11 @@
 //! * `illuminated_fraction` at 12:00 local time, k = (1 + cos i)/2 with the
 //!   phase angle i from the geocentric elongation (Meeus ch. 48, 48.2–48.3).
 //! * `age_days`: days since the last new moon (E = 0) before 12:00 local time,
-//!   found by secant iteration on E.
+//!   found by secant iteration on E (with the Moon's longitude from the 25
+//!   largest terms: 0.02° of elongation is under a minute of age).
 
 use crate::earth::Nutation;
+use crate::sky::Place;
 use crate::{moon, sun, time_scale};
 use std::f64::consts::{FRAC_PI_2, PI, TAU};
 
@@ -40,7 +42,10 @@ pub struct Phase {
 /// Elongation in longitude, radians in [0, 2π), and the phase angle's cosine.
 fn elongation(unix: f64, nut: &Nutation) -> (f64, f64) {
     let t = time_scale::centuries_tt(unix);
-    let (m, s) = (moon::place(t, nut), sun::place(t, nut));
+    elongation_of(&moon::place(t, nut), &sun::place(t, nut))
+}
+
+fn elongation_of(m: &Place, s: &Place) -> (f64, f64) {
     let e = (m.lon - s.lon).rem_euclid(TAU);
     let cos_psi = m.lat.cos() * e.cos();
     let sin_psi = (1.0 - cos_psi * cos_psi).sqrt();
@@ -48,13 +53,18 @@ fn elongation(unix: f64, nut: &Nutation) -> (f64, f64) {
     (e, i.cos())
 }
 
-pub fn phase(start: i64, end: i64, noon: i64, nut: &Nutation) -> Phase {
+/// `at_start` and `at_end`: the (Moon, Sun) places at the local date's first
+/// instant and the next date's; `noon`: 12:00 local time.
+pub fn phase(
+    at_start: (&Place, &Place),
+    at_end: (&Place, &Place),
+    noon: i64,
+    nut: &Nutation,
+) -> Phase {
     let quarter = |e: f64| ((e / FRAC_PI_2) as usize).min(3);
     let (e_noon, cos_i) = elongation(noon as f64, nut);
-    let (q0, q1) = (
-        quarter(elongation(start as f64, nut).0),
-        quarter(elongation(end as f64, nut).0),
-    );
+    let q0 = quarter(elongation_of(at_start.0, at_start.1).0);
+    let q1 = quarter(elongation_of(at_end.0, at_end.1).0);
     let name = if q0 != q1 {
         [
             PhaseName::NewMoon,
@@ -85,8 +95,10 @@ fn last_new_moon(unix: f64, e: f64, nut: &Nutation) -> f64 {
     let (mut t0, mut e0) = (unix, e);
     let mut t1 = unix - e / mean_rate;
     for _ in 0..6 {
-        let e1 = signed(elongation(t1, nut).0);
-        if e1.abs() < 1e-7 {
+        let t = time_scale::centuries_tt(t1);
+        let e1 = signed((moon::longitude(t, nut, 25) - sun::place(t, nut).lon).rem_euclid(TAU));
+        // 2e-5 rad of elongation is under 3 minutes of age.
+        if e1.abs() < 2e-5 {
             break;
         }
         let slope = if t1 == t0 {

@@ -9,8 +9,9 @@
 
 /// The longest step between samples, seconds.
 pub const MAX_STEP: f64 = 3600.0;
-/// Roots are refined to this many seconds (the output is whole seconds).
-const TOLERANCE: f64 = 0.05;
+/// Roots are refined until a step moves them less than this many seconds
+/// (the output is whole seconds; the ephemerides are good to a few).
+const TOLERANCE: f64 = 0.2;
 
 /// The crossings of one threshold over the window, in time order.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -79,32 +80,33 @@ fn push(out: &mut Crossings, t: f64, upward: bool) {
     }
 }
 
-/// Illinois regula falsi on a bracket with f(a), f(b) of opposite signs.
+/// Illinois regula falsi on a bracket with f(a), f(b) of opposite signs,
+/// until an iteration moves the estimate by less than [`TOLERANCE`].
 fn refine(f: &impl Fn(f64) -> f64, mut a: f64, mut fa: f64, mut b: f64, mut fb: f64) -> f64 {
     let mut side = 0;
+    let mut last = f64::NAN;
     for _ in 0..60 {
         let t = (a * fb - b * fa) / (fb - fa);
-        if b - a < TOLERANCE {
+        if (t - last).abs() < TOLERANCE || b - a < TOLERANCE {
             return t;
         }
+        last = t;
         let ft = f(t);
+        if ft == 0.0 {
+            return t;
+        }
         if (ft >= 0.0) == (fb >= 0.0) {
-            b = t;
-            fb = ft;
+            (b, fb) = (t, ft);
             if side == -1 {
                 fa /= 2.0;
             }
             side = -1;
         } else {
-            a = t;
-            fa = ft;
+            (a, fa) = (t, ft);
             if side == 1 {
                 fb /= 2.0;
             }
             side = 1;
-        }
-        if ft == 0.0 || (b - a) < TOLERANCE {
-            return t;
         }
     }
     (a + b) / 2.0
