@@ -22,7 +22,7 @@ pub mod sun;
 pub mod time_scale;
 
 #[cfg(target_arch = "wasm32")]
-mod component;
+glue::spin_component!(ENDPOINT);
 
 pub use events::{Absence, Almanac, Event};
 pub use request::Request;

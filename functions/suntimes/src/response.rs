@@ -33,21 +33,22 @@ use serde::Serialize;
 ///   "date": "2024-06-21",
 ///   "tz": "Europe/London",
 ///   "sun": {
-///     "rise": "2024-06-21T04:43:09+01:00", "rise_absent": null,
-///     "set": "2024-06-21T21:21:41+01:00", "set_absent": null,
-///     "noon": "2024-06-21T13:02:25+01:00", "noon_absent": null,
-///     "day_length": 59912,
+///     "rise": "2024-06-21T04:43:15+01:00", "rise_absent": null,
+///     "set": "2024-06-21T21:21:37+01:00", "set_absent": null,
+///     "noon": "2024-06-21T13:02:27+01:00", "noon_absent": null,
+///     "day_length": 59902,
 ///     "twilight": {
-///       "civil": {"begin": "2024-06-21T03:58:31+01:00", "begin_absent": null,
-///                 "end": "2024-06-21T22:06:22+01:00", "end_absent": null},
-///       "nautical": {...},
+///       "civil": {"begin": "2024-06-21T03:55:26+01:00", "begin_absent": null,
+///                 "end": "2024-06-21T22:09:25+01:00", "end_absent": null},
+///       "nautical": {"begin": "2024-06-21T02:40:47+01:00", "begin_absent": null,
+///                    "end": "2024-06-21T23:24:03+01:00", "end_absent": null},
 ///       "astronomical": {"begin": null, "begin_absent": "white_night",
 ///                        "end": null, "end_absent": "white_night"}
 ///     }
 ///   },
 ///   "moon": {
-///     "rise": "2024-06-21T21:56:52+01:00", "rise_absent": null,
-///     "set": "2024-06-21T03:33:07+01:00", "set_absent": null,
+///     "rise": "2024-06-21T21:44:03+01:00", "rise_absent": null,
+///     "set": "2024-06-21T03:24:25+01:00", "set_absent": null,
 ///     "phase": "waxing_gibbous", "illuminated_fraction": 0.994, "age_days": 14.93
 ///   }
 /// }
