@@ -75,13 +75,20 @@ impl Request {
                 &format!("must be in the years 1900 to 2100, got {date}"),
             ));
         }
-        Ok(Request {
+        let request = Request {
             lat,
             lon,
             date,
             tz,
             tz_name,
-        })
+        };
+        let (start, end, _) = crate::local_day(&request);
+        if end <= start {
+            // Zones have skipped whole dates (Pacific/Apia, 2011-12-30).
+            let zone = &request.tz_name;
+            return Err(bad("date", &format!("does not exist in time zone {zone}")));
+        }
+        Ok(request)
     }
 }
 
@@ -213,5 +220,11 @@ mod tests {
         let r = Request::parse("lat=90&lon=-180").unwrap();
         assert!(YEARS.contains(&r.date.year()));
         assert!(Request::parse("lat=0&lon=0&date=2100-12-31&tz=Asia/Kolkata").is_ok());
+        // Samoa skipped 2011-12-30 moving across the date line.
+        assert!(
+            refused("lat=-13.8&lon=-171.8&date=2011-12-30&tz=Pacific/Apia")
+                .contains("parameter date")
+        );
+        assert!(Request::parse("lat=-13.8&lon=-171.8&date=2011-12-31&tz=Pacific/Apia").is_ok());
     }
 }

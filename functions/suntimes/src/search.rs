@@ -29,6 +29,9 @@ pub struct Crossings {
 /// first at the window's start, the last at its end) and `values` the function there.
 pub fn crossings(times: &[f64], values: &[f64], f: impl Fn(f64) -> f64) -> Crossings {
     let n = times.len();
+    if n < 2 {
+        return Crossings::default(); // an empty window has no crossings
+    }
     let step = times[1] - times[0];
     let mut out = Crossings::default();
     for i in 0..n - 1 {

@@ -117,6 +117,23 @@ fn offsets_follow_the_dst_change_within_the_day() {
 }
 
 #[test]
+fn a_day_whose_midnight_is_skipped_starts_after_the_gap() {
+    // Santiago springs forward at local midnight: 2024-09-08 starts at 01:00 -03:00.
+    let body = ok("lat=-33.4489&lon=-70.6693&date=2024-09-08&tz=America/Santiago");
+    assert!(
+        body["sun"]["rise"]
+            .as_str()
+            .unwrap()
+            .starts_with("2024-09-08T07:"),
+        "{body}"
+    );
+    assert!(
+        body["sun"]["rise"].as_str().unwrap().ends_with("-03:00"),
+        "{body}"
+    );
+}
+
+#[test]
 fn polar_day_and_polar_night_say_which() {
     let june = ok("lat=69.6492&lon=18.9553&date=2024-06-21&tz=Europe/Oslo");
     let sun = &june["sun"];
