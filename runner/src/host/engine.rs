@@ -1,0 +1,136 @@
+//! The wasmtime engine, configured the way Spin's core crate configures it
+//! (spinframework/spin `crates/core/src/lib.rs`), but sized for more live instances.
+
+use anyhow::{Context, Result};
+use std::time::Duration;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the ticker thread advances the epoch: Spin's `DEFAULT_EPOCH_TICK_INTERVAL`.
+/// It is the granularity of request deadlines and of a busy guest yielding to other tasks.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+const KIB: usize = 1 << 10;
+const MIB: usize = 1 << 20;
+
+/// Sizing of the pooling allocator.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSizing {
+    /// Component instances that can be live at once: the host's maximal concurrency.
+    ///
+    /// Spin defaults to 1_000. We default to 10_000 so that thousands of parked
+    /// `/io` requests fit. The cost is virtual address space, not RAM: each memory
+    /// slot reserves wasmtime's default 4 GiB + 32 MiB guard (kept so bounds checks
+    /// stay elided, as under Spin), i.e. ~40 TiB of the 128 TiB x86_64 user space;
+    /// only touched pages become resident.
+    pub max_instances: u32,
+    /// Largest linear memory a guest may grow to.
+    pub max_memory_size: usize,
+}
+
+impl Default for PoolSizing {
+    fn default() -> Self {
+        Self {
+            max_instances: 10_000,
+            max_memory_size: 64 * MIB,
+        }
+    }
+}
+
+/// Which instance allocator the engine ended up with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocation {
+    Pooling,
+    /// Fallback when the pool's address space could not be reserved.
+    OnDemand,
+}
+
+/// Builds the engine with the pooling allocator, falling back to on-demand
+/// allocation (with a warning) if the pool cannot be reserved on this machine.
+pub fn build(sizing: PoolSizing) -> Result<(Engine, Allocation)> {
+    let mut config = base_config();
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(sizing)));
+    match Engine::new(&config) {
+        Ok(engine) => Ok((engine, Allocation::Pooling)),
+        Err(error) => {
+            eprintln!(
+                "warning: pooling allocator unavailable ({error}); using on-demand allocation"
+            );
+            let engine = Engine::new(&base_config())?;
+            Ok((engine, Allocation::OnDemand))
+        }
+    }
+}
+
+fn base_config() -> Config {
+    let mut config = Config::new();
+    // Async support is always on in wasmtime 48 (the `async` feature); the
+    // component model and cranelift are what Spin uses, copy-on-write memory
+    // images are wasmtime's default and are kept.
+    config.wasm_component_model(true);
+    config.strategy(wasmtime::Strategy::Cranelift);
+    config.epoch_interruption(true);
+    config
+}
+
+/// Spin's pooling settings, scaled by `sizing.max_instances` with Spin's factors.
+fn pooling(sizing: PoolSizing) -> PoolingAllocationConfig {
+    let n = sizing.max_instances;
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(n)
+        // A Rust WASIp2 component has one memory...
+        .total_memories(n)
+        // ...and a couple of tables (the module's and the adapter shims').
+        .total_tables(2 * n)
+        // One fiber stack per live instance, as each runs on its own async stack.
+        .total_stacks(n)
+        // Main module plus shim/fixup modules; core instances reserve no address space.
+        .total_core_instances(4 * n)
+        .table_elements(100_000)
+        .max_component_instance_size(10 * MIB)
+        .max_core_instance_size(10 * MIB)
+        .max_core_instances_per_component(200)
+        .max_tables_per_component(64)
+        .max_memories_per_component(32)
+        .max_tables_per_module(2)
+        .max_memories_per_module(2)
+        .max_memory_size(sizing.max_memory_size)
+        // Spin's numbers: reused slots keep this much resident instead of
+        // returning it to the kernel, which makes the next instantiation cheaper.
+        .linear_memory_keep_resident(2 * MIB)
+        .table_keep_resident(512 * KIB);
+    pool
+}
+
+/// Starts the one background thread that advances the engine's epoch every
+/// [`EPOCH_TICK`]. It holds only a weak reference and exits once the engine is dropped.
+pub fn spawn_epoch_ticker(engine: &Engine) -> Result<()> {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("epoch-ticker".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        })
+        .context("spawning the epoch ticker thread")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_pool_builds() {
+        let sizing = PoolSizing {
+            max_instances: 4,
+            ..PoolSizing::default()
+        };
+        let (_engine, allocation) = build(sizing).unwrap();
+        assert_eq!(allocation, Allocation::Pooling);
+    }
+}

@@ -1,0 +1,137 @@
+//! One request against one component: a fresh store and instance, the guest's
+//! `wasi:http/incoming-handler.handle`, and how its failures map to statuses.
+
+use super::reply::Body;
+use super::state::{RequestState, new_store};
+use http::{Request, Response};
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+use wasmtime::Trap;
+use wasmtime_wasi_http::WasiHttpView;
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+
+/// Per-request settings shared by every component.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub max_memory_size: usize,
+}
+
+/// The guest's handler call; owns the store, so the store (and with it the
+/// response channel) is dropped as soon as the call ends.
+pub type GuestCall = Pin<Box<dyn Future<Output = Result<(), Failure>> + Send>>;
+
+/// What the response channel yields: the guest's response head and streaming body.
+pub type ResponseReceiver = oneshot::Receiver<Result<Response<Body>, ErrorCode>>;
+
+/// An instantiated component with a request handed to it, not yet running.
+pub struct Invocation {
+    pub instantiate: Duration,
+    pub call: GuestCall,
+    pub response: ResponseReceiver,
+}
+
+/// Why a request got no response from its component.
+#[derive(Debug)]
+pub enum Failure {
+    /// The deadline passed (guest interrupted, or parked in a host wait too long).
+    Timeout(Duration),
+    /// The guest trapped (a Rust panic is an `unreachable` trap) or a host call failed.
+    Trapped(wasmtime::Error),
+    /// The guest passed an error code to `response-outparam.set`.
+    GuestError(ErrorCode),
+    /// The guest returned without setting a response.
+    NoResponse,
+}
+
+impl Failure {
+    pub fn status(&self) -> u16 {
+        match self {
+            Failure::Timeout(_) => 504,
+            _ => 500,
+        }
+    }
+
+    /// The sentence sent to the client; details go to stderr only.
+    pub fn message(&self, component: &str) -> String {
+        match self {
+            Failure::Timeout(limit) => {
+                format!("component {component:?} did not respond within {limit:?}")
+            }
+            Failure::Trapped(error) => match error.downcast_ref::<Trap>() {
+                Some(trap) => format!("component {component:?} trapped: {trap}"),
+                None => format!("component {component:?} failed"),
+            },
+            Failure::GuestError(code) => format!("component {component:?} failed: {code:?}"),
+            Failure::NoResponse => format!("component {component:?} sent no response"),
+        }
+    }
+
+    fn from_wasmtime(error: wasmtime::Error, limit: Duration) -> Self {
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => Failure::Timeout(limit),
+            _ => Failure::Trapped(error),
+        }
+    }
+}
+
+/// Creates a store, instantiates the component into it and hands it `request`.
+/// The deadline (`limits.timeout`) starts now and covers instantiation and the call.
+pub async fn instantiate<B>(
+    pre: &ProxyPre<RequestState>,
+    request: Request<B>,
+    limits: Limits,
+) -> Result<Invocation, Failure>
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    let start = Instant::now();
+    let deadline = tokio::time::Instant::from_std(start + limits.timeout);
+    let mut store = new_store(pre.engine(), limits.max_memory_size, limits.timeout);
+    let proxy = pre
+        .instantiate_async(&mut store)
+        .await
+        .map_err(|e| Failure::from_wasmtime(e, limits.timeout))?;
+    let instantiate = start.elapsed();
+
+    let (sender, response) = oneshot::channel();
+    let resources = (|| -> wasmtime::Result<_> {
+        let mut http = store.data_mut().http();
+        Ok((
+            http.new_incoming_request(Scheme::Http, request)?,
+            http.new_response_outparam(sender)?,
+        ))
+    })();
+    let (request, outparam) = resources.map_err(Failure::Trapped)?;
+
+    let call = Box::pin(async move {
+        let handle = proxy
+            .wasi_http_incoming_handler()
+            .call_handle(&mut store, request, outparam);
+        match tokio::time::timeout_at(deadline, handle).await {
+            Ok(result) => result.map_err(|e| Failure::from_wasmtime(e, limits.timeout)),
+            Err(_elapsed) => Err(Failure::Timeout(limits.timeout)),
+        }
+    });
+    Ok(Invocation {
+        instantiate,
+        call,
+        response,
+    })
+}
+
+/// Waits for the response head; if the channel closes without one, the call's
+/// outcome says why.
+pub async fn await_response(
+    response: ResponseReceiver,
+    call: impl Future<Output = Result<(), Failure>>,
+) -> Result<Response<Body>, Failure> {
+    match response.await {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(code)) => Err(Failure::GuestError(code)),
+        Err(_closed) => Err(call.await.err().unwrap_or(Failure::NoResponse)),
+    }
+}

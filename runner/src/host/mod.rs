@@ -1,0 +1,347 @@
+//! Hosts a Spin manifest's components on wasmtime the way `spin up` does: one
+//! engine, one linker, a pre-instantiated component per manifest entry, and a
+//! fresh store and instance for every request.
+//!
+//! [`Host`] is the interface: `spinbench serve` puts it behind an HTTP server
+//! ([`serve`]), and in-process measurements call [`Host::handle_timed`] directly.
+
+mod compiled_cache;
+mod engine;
+mod invoke;
+mod reply;
+pub mod router;
+mod server;
+pub mod spin_headers;
+mod state;
+
+pub use compiled_cache::Origin;
+pub use engine::{Allocation, PoolSizing};
+pub use server::{ServeOptions, serve};
+
+use crate::manifest::Manifest;
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use http::{HeaderMap, Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use invoke::{Failure, Invocation, Limits};
+use reply::Body;
+use router::{RouteMatch, Router};
+use state::RequestState;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+
+/// How to build a [`Host`].
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Where compiled components are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+    /// Wall-clock limit per request, instantiation included; past it the
+    /// request gets a `504` and the instance is dropped.
+    pub request_timeout: Duration,
+    pub pool: PoolSizing,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        Self {
+            cache_dir: compiled_cache::default_dir(),
+            request_timeout: Duration::from_secs(30),
+            pool: PoolSizing::default(),
+        }
+    }
+}
+
+/// How one component was made ready at startup.
+#[allow(dead_code, reason = "in-process API")]
+#[derive(Debug, Clone)]
+pub struct ComponentLoad {
+    pub id: String,
+    pub origin: Origin,
+    pub elapsed: Duration,
+}
+
+/// A complete response from [`Host::handle_timed`], with where the time went.
+#[allow(dead_code, reason = "in-process API")]
+#[derive(Debug, Clone)]
+pub struct TimedResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    /// Creating the store and instantiating the component (the cold-start cost).
+    pub instantiate: Duration,
+    /// From calling the guest's handler until the full body was received.
+    pub handle: Duration,
+}
+
+/// The loaded application: engine, router and one pre-instantiated component per id.
+pub struct Host {
+    engine: Engine,
+    allocation: Allocation,
+    router: Router,
+    components: BTreeMap<String, ProxyPre<RequestState>>,
+    loads: Vec<ComponentLoad>,
+    limits: Limits,
+}
+
+/// The client address reported (`spin-client-addr`) for in-process requests.
+const IN_PROCESS_CLIENT: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+
+impl Host {
+    /// Builds the engine (starting its epoch ticker thread), then compiles or
+    /// loads from cache every component of `manifest`, logging each on stderr.
+    pub fn new(manifest: &Manifest, options: &HostOptions) -> Result<Self> {
+        let router = Router::new(&manifest.trigger.http)?;
+        let (engine, allocation) = engine::build(options.pool)?;
+        if allocation == Allocation::Pooling {
+            eprintln!("pooling allocator: up to {} live instances", options.pool.max_instances);
+        }
+        engine::spawn_epoch_ticker(&engine)?;
+        let linker = linker(&engine)?;
+        let mut components = BTreeMap::new();
+        let mut loads = Vec::new();
+        for (id, component) in &manifest.component {
+            // Every outbound request is refused (see `state::DenyOutbound`); a
+            // component expecting otherwise would silently behave unlike under Spin.
+            if !component.allowed_outbound_hosts.is_empty() {
+                bail!("component {id:?}: allowed_outbound_hosts is not supported, outbound HTTP is always refused");
+            }
+            let path = manifest.source_path(component);
+            let loaded = compiled_cache::load(&engine, &path, options.cache_dir.as_deref())
+                .with_context(|| format!("loading component {id:?}"))?;
+            eprintln!("{id}: {} in {:.1?}", origin_text(loaded.origin), loaded.elapsed);
+            let pre = linker
+                .instantiate_pre(&loaded.component)
+                .and_then(ProxyPre::new)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
+            components.insert(id.clone(), pre);
+            loads.push(ComponentLoad {
+                id: id.clone(),
+                origin: loaded.origin,
+                elapsed: loaded.elapsed,
+            });
+        }
+        let limits = Limits {
+            timeout: options.request_timeout,
+            max_memory_size: options.pool.max_memory_size,
+        };
+        Ok(Self {
+            engine,
+            allocation,
+            router,
+            components,
+            loads,
+            limits,
+        })
+    }
+
+    /// Component ids, in manifest (id) order.
+    pub fn component_ids(&self) -> impl Iterator<Item = &str> {
+        self.components.keys().map(String::as_str)
+    }
+
+    /// Routes and answers one request from the HTTP server.
+    pub(crate) async fn handle<B>(&self, request: Request<B>, client: SocketAddr) -> (Response<Body>, Option<&str>)
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<wasmtime_wasi_http::Error>,
+    {
+        let path = request.uri().path().to_string();
+        let Some(matched) = self.router.route(&path) else {
+            return (reply::not_found(&path), None);
+        };
+        let component = matched.route.component.as_str();
+        let request = with_spin_headers(request, &matched, client);
+        let response = match invoke::instantiate(&self.components[component], request, self.limits).await {
+            Ok(invocation) => respond(invocation).await,
+            Err(failure) => Err(failure),
+        };
+        let response = response
+            .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
+        (response, Some(component))
+    }
+}
+
+/// The in-process API, for measuring without HTTP in between (`compare`).
+#[allow(dead_code, reason = "used by the compare subcommand, not by serve")]
+impl Host {
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Whether the pooling allocator is in use or the on-demand fallback.
+    pub fn allocation(&self) -> Allocation {
+        self.allocation
+    }
+
+    /// How each component was made ready (compiled or loaded from cache).
+    pub fn loads(&self) -> &[ComponentLoad] {
+        &self.loads
+    }
+
+    /// Runs `request` on a fresh instance of `component`, bypassing routing, and
+    /// returns the complete response with its time split into instantiation and
+    /// handling. The request sees the same `spin-*` headers as under `serve` (for
+    /// the component's first route, client `127.0.0.1:0`). Guest failures are
+    /// responses (500, 504 with a JSON body), as a client would see them; `Err` is
+    /// only for an unknown component id.
+    ///
+    /// Needs a tokio runtime with timers (any flavor).
+    pub async fn handle_timed(
+        &self,
+        component: &str,
+        request: Request<Bytes>,
+    ) -> Result<TimedResponse> {
+        let pre = self
+            .components
+            .get(component)
+            .with_context(|| format!("no component {component:?} in the manifest"))?;
+        let route = self
+            .router
+            .route_of(component)
+            .with_context(|| format!("component {component:?} has no route"))?;
+        let matched = match self.router.route(request.uri().path()) {
+            Some(m) if m.route.component == component => m,
+            _ => RouteMatch { route, path_info: String::new() },
+        };
+        let request = with_spin_headers(request.map(full_body), &matched, IN_PROCESS_CLIENT);
+        match invoke::instantiate(pre, request, self.limits).await {
+            Ok(invocation) => Ok(self.complete_timed(component, invocation).await),
+            Err(failure) => Ok(self.failed_timed(component, failure, Duration::ZERO, Duration::ZERO)),
+        }
+    }
+
+    async fn complete_timed(&self, component: &str, invocation: Invocation) -> TimedResponse {
+        let Invocation { instantiate, call, response } = invocation;
+        let start = Instant::now();
+        let receive = async {
+            let response = response.await.ok()?;
+            Some(match response {
+                Ok(response) => collect(response).await,
+                Err(code) => Err(Failure::GuestError(code)),
+            })
+        };
+        let (called, received) = tokio::join!(call, receive);
+        let handle = start.elapsed();
+        match (received, called) {
+            (Some(Ok((status, headers, body))), _) => TimedResponse {
+                status,
+                headers,
+                body,
+                instantiate,
+                handle,
+            },
+            // A guest that traps mid-body reports both; its trap says more.
+            (_, Err(failure)) | (Some(Err(failure)), Ok(())) => {
+                self.failed_timed(component, failure, instantiate, handle)
+            }
+            (None, Ok(())) => self.failed_timed(component, Failure::NoResponse, instantiate, handle),
+        }
+    }
+
+    fn failed_timed(
+        &self,
+        component: &str,
+        failure: Failure,
+        instantiate: Duration,
+        handle: Duration,
+    ) -> TimedResponse {
+        let reply = failure_reply(component, &failure);
+        let body = Bytes::from(reply.body.clone());
+        let (parts, _) = reply::to_response(reply).into_parts();
+        TimedResponse {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+            instantiate,
+            handle,
+        }
+    }
+}
+
+/// The WASI interfaces a Rust `wasm32-wasip2` component imports (std pulls in
+/// more than the proxy world: environment, filesystem preopens, ...), plus wasi:http.
+fn linker(engine: &Engine) -> Result<Linker<RequestState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+        .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
+        .map_err(anyhow::Error::from)
+        .context("adding WASI to the linker")?;
+    Ok(linker)
+}
+
+/// Runs the guest in its own task, so it can keep streaming the body after the
+/// response head is returned; the head is what we wait for.
+async fn respond(invocation: Invocation) -> Result<Response<Body>, Failure> {
+    let call = tokio::spawn(invocation.call);
+    let outcome = async {
+        call.await
+            .unwrap_or_else(|join| Err(Failure::Trapped(wasmtime::Error::msg(join.to_string()))))
+    };
+    invoke::await_response(invocation.response, outcome).await
+}
+
+/// Logs the failure on stderr (timeouts are expected under load tests, so only
+/// the response says so) and builds the JSON error reply.
+fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
+    if !matches!(failure, Failure::Timeout(_)) {
+        eprintln!("{component}: {failure:?}");
+    }
+    reply::server_error(failure.status(), failure.message(component))
+}
+
+/// Makes the URI absolute (`http://<host><path>`, as Spin passes it) and sets
+/// the `spin-*` headers.
+fn with_spin_headers<B>(request: Request<B>, matched: &RouteMatch<'_>, client: SocketAddr) -> Request<B> {
+    let (mut parts, body) = request.into_parts();
+    let authority = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+        .unwrap_or("localhost")
+        .to_string();
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |pq| pq.as_str())
+        .to_string();
+    if let Ok(uri) = Uri::try_from(format!("http://{authority}{path_and_query}")) {
+        parts.uri = uri;
+    }
+    let values = spin_headers::compute(matched, &authority, &path_and_query, client);
+    spin_headers::apply(&mut parts.headers, values);
+    Request::from_parts(parts, body)
+}
+
+fn full_body(bytes: Bytes) -> http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error> {
+    Full::new(bytes).map_err(|never| match never {}).boxed_unsync()
+}
+
+async fn collect(response: Response<Body>) -> Result<(StatusCode, HeaderMap, Bytes), Failure> {
+    let (parts, body) = response.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map_err(|e| Failure::Trapped(wasmtime::Error::msg(format!("response body failed: {e}"))))?;
+    Ok((parts.status, parts.headers, body.to_bytes()))
+}
+
+fn origin_text(origin: Origin) -> &'static str {
+    match origin {
+        Origin::Compiled => "compiled",
+        Origin::LoadedFromCache => "loaded from cache",
+    }
+}
+
+#[cfg(test)]
+mod tests;

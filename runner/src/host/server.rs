@@ -1,0 +1,134 @@
+//! `spinbench serve`: the [`Host`] behind an HTTP/1.1 server (tokio + hyper).
+
+use super::Host;
+use anyhow::{Context, Result};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A client has this long to send its request head (slowloris guard).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// On SIGTERM/SIGINT, in-flight requests get this long to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub listen: SocketAddr,
+    /// One stderr line per request (off by default: it costs throughput).
+    pub log_requests: bool,
+}
+
+/// Serves `host` until SIGTERM or SIGINT, on a multi-threaded tokio runtime.
+pub fn serve(host: Host, options: ServeOptions) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    runtime.block_on(run(Arc::new(host), options))
+}
+
+async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
+    let listener = TcpListener::bind(options.listen)
+        .await
+        .with_context(|| format!("listening on {}", options.listen))?;
+    eprintln!(
+        "serving {} components on http://{}",
+        host.component_ids().count(),
+        listener.local_addr()?
+    );
+    let graceful = GracefulShutdown::new();
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, client)) => serve_connection(&host, &graceful, stream, client, options.log_requests),
+                // Running out of file descriptors is transient under load: back off, keep serving.
+                Err(error) => {
+                    eprintln!("accept failed: {error}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    eprintln!("shutting down: letting in-flight requests finish (up to {SHUTDOWN_GRACE:?})");
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
+        eprintln!("shutdown grace period over; dropping remaining connections");
+    }
+    Ok(())
+}
+
+fn serve_connection(
+    host: &Arc<Host>,
+    graceful: &GracefulShutdown,
+    stream: TcpStream,
+    client: SocketAddr,
+    log_requests: bool,
+) {
+    // Small responses must not wait for Nagle's algorithm.
+    let _ = stream.set_nodelay(true);
+    let host = host.clone();
+    let service = service_fn(move |request| {
+        let host = host.clone();
+        async move { Ok::<_, Infallible>(answer(&host, request, client, log_requests).await) }
+    });
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), service);
+    let connection = graceful.watch(connection);
+    tokio::spawn(async move {
+        // Clients that vanish or stall are routine for a server; not worth a log line
+        // unless asked for.
+        if let Err(error) = connection.await
+            && log_requests
+        {
+            eprintln!("{client}: connection error: {error}");
+        }
+    });
+}
+
+async fn answer(
+    host: &Host,
+    request: hyper::Request<hyper::body::Incoming>,
+    client: SocketAddr,
+    log_requests: bool,
+) -> hyper::Response<super::reply::Body> {
+    let start = Instant::now();
+    let line = log_requests.then(|| format!("{} {}", request.method(), request.uri()));
+    let (response, component) = host.handle(request, client).await;
+    if let Some(line) = line {
+        eprintln!(
+            "{line} -> {} ({}) in {:.1?}",
+            response.status().as_u16(),
+            component.unwrap_or("no route"),
+            start.elapsed()
+        );
+    }
+    response
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = tokio::signal::ctrl_c() => {},
+            }
+        }
+        Err(error) => {
+            eprintln!("warning: no SIGTERM handler ({error}); stop with Ctrl-C");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! End-to-end checks of the host against the repo's built components. Each test
+//! is skipped (with a note) when its `.wasm` has not been built yet.
+
+use super::*;
+use std::path::Path;
+
+const WASM_DIR: &str = "target/wasm32-wasip2/release";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A host serving `component` (built to `<wasm>.wasm`) at `route`, or `None` if not built.
+fn host(component: &str, wasm: &str, route: &str, timeout: Duration) -> Option<Host> {
+    let source = format!("{WASM_DIR}/{wasm}.wasm");
+    if !repo_root().join(&source).exists() {
+        eprintln!("skipping: {source} is not built");
+        return None;
+    }
+    let text = format!(
+        "spin_manifest_version = 2\n[application]\nname = \"t\"\n\
+         [[trigger.http]]\nroute = \"{route}\"\ncomponent = \"{component}\"\n\
+         [component.{component}]\nsource = \"{source}\"\n"
+    );
+    let manifest = Manifest::parse(&text, repo_root()).unwrap();
+    let options = HostOptions {
+        cache_dir: None,
+        request_timeout: timeout,
+        pool: PoolSizing {
+            max_instances: 8,
+            ..PoolSizing::default()
+        },
+    };
+    Some(Host::new(&manifest, &options).unwrap())
+}
+
+fn get(uri: &str) -> Request<Bytes> {
+    Request::get(uri).body(Bytes::new()).unwrap()
+}
+
+#[tokio::test]
+async fn hello_answers_in_process() {
+    let Some(host) = host("hello", "hello", "/hello", Duration::from_secs(30)) else {
+        return;
+    };
+    let response = host.handle_timed("hello", get("/hello")).await.unwrap();
+    assert_eq!(response.status, 200);
+    assert_eq!(&response.body[..], b"Hello, World!");
+    assert!(response.instantiate > Duration::ZERO);
+    assert!(host.handle_timed("nope", get("/hello")).await.is_err());
+}
+
+#[tokio::test]
+async fn unknown_paths_get_the_glue_404() {
+    let Some(host) = host("hello", "hello", "/hello", Duration::from_secs(30)) else {
+        return;
+    };
+    let client: SocketAddr = "127.0.0.1:1".parse().unwrap();
+    let (response, component) = host.handle(full_request("/nope"), client).await;
+    assert_eq!(component, None);
+    assert_eq!(response.status(), 404);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, glue::ApiError::not_found("/nope").to_reply().body);
+}
+
+#[tokio::test]
+async fn a_busy_guest_is_interrupted_with_504() {
+    let Some(host) = host("cpu", "cpu", "/cpu", Duration::from_millis(300)) else {
+        return;
+    };
+    let start = Instant::now();
+    let response = host.handle_timed("cpu", get("/cpu?ms=5000")).await.unwrap();
+    assert_eq!(response.status, 504, "{:?}", response.body);
+    assert!(start.elapsed() < Duration::from_secs(3));
+    assert!(String::from_utf8_lossy(&response.body).contains("\"error\""));
+}
+
+#[tokio::test]
+async fn a_waiting_guest_times_out_with_504() {
+    let Some(host) = host("io", "io", "/io", Duration::from_millis(300)) else {
+        return;
+    };
+    let start = Instant::now();
+    let client: SocketAddr = "127.0.0.1:1".parse().unwrap();
+    let (response, _) = host.handle(full_request("/io?ms=5000"), client).await;
+    assert_eq!(response.status(), 504);
+    assert!(start.elapsed() < Duration::from_secs(3));
+}
+
+fn full_request(uri: &str) -> Request<http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>> {
+    get(uri).map(full_body)
+}
