@@ -1,0 +1,94 @@
+//! Build and size: what ships (the `.wasm` and the native binary, on disk), what
+//! compiling the component to machine code costs, and what loading that machine
+//! code back from the runner's cache costs instead.
+
+use super::{Function, Run};
+use crate::host::{Host, HostOptions, Origin, PoolSizing};
+use crate::manifest::Manifest;
+use crate::report::{Better, Metric};
+use anyhow::{Result, bail};
+
+const MEASUREMENT: &str = "build_and_size";
+
+pub fn measure(run: &mut Run) -> Result<()> {
+    let functions = run.plan.functions.clone();
+    let bar = run.progress("build and size", functions.len());
+    let (compiles, loads) = if run.plan.quick { (1, 3) } else { (3, 10) };
+    for f in functions {
+        bar.set_message(f.name);
+        for (host, path) in [
+            ("native", run.paths.native_binary(f)),
+            ("wasm", run.paths.wasm_file(f)),
+        ] {
+            let metric = Metric::new(
+                MEASUREMENT,
+                f.name,
+                host,
+                "binary_size",
+                "bytes",
+                Better::Lower,
+            );
+            run.record(match std::fs::metadata(&path) {
+                Ok(meta) => metric.value(meta.len() as f64),
+                Err(_) => metric.skipped(format!("{} not found (build it first)", path.display())),
+            });
+        }
+        let (compile, load) = match compile_and_load(run, f, compiles, loads) {
+            Ok((c, l)) => (Ok(c), Ok(l)),
+            Err(e) => (Err(format!("{e:#}")), Err(format!("{e:#}"))),
+        };
+        for (name, result) in [("compile", compile), ("cache_load", load)] {
+            let metric = Metric::new(MEASUREMENT, f.name, "wasm", name, "ms", Better::Lower);
+            run.record(match result {
+                Ok(samples) => metric.samples(samples),
+                Err(why) => metric.skipped(why),
+            });
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// (compile times, cache load times) in ms, each from a fresh Host as `serve` builds it.
+fn compile_and_load(
+    run: &Run,
+    f: &Function,
+    compiles: usize,
+    loads: usize,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    if !run.paths.wasm_file(f).is_file() {
+        bail!(
+            "{} not found (build it first)",
+            run.paths.wasm_file(f).display()
+        );
+    }
+    let manifest = Manifest::load(&run.paths.function_manifest(f)?)?;
+    let dir = run.paths.work.join(format!("build-cache-{}", f.name));
+    // A small pool: the pool's size does not change compilation, only start-up.
+    let options = |cache| HostOptions {
+        cache_dir: cache,
+        pool: PoolSizing {
+            max_instances: 8,
+            ..PoolSizing::default()
+        },
+        ..HostOptions::default()
+    };
+    let elapsed = |cache, expect: Origin| -> Result<f64> {
+        let host = Host::new(&manifest, &options(cache))?;
+        let load = &host.loads()[0];
+        if load.origin != expect {
+            bail!("expected {expect:?}, got {:?}", load.origin);
+        }
+        Ok(load.elapsed.as_secs_f64() * 1e3)
+    };
+    let compile = (0..compiles)
+        .map(|_| elapsed(None, Origin::Compiled))
+        .collect::<Result<Vec<_>>>()?;
+    elapsed(Some(dir.clone()), Origin::Compiled)?; // fills the cache
+    let load = (0..loads)
+        .map(|_| elapsed(Some(dir.clone()), Origin::LoadedFromCache))
+        .collect::<Result<Vec<_>>>()?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok((compile, load))
+}

@@ -1,0 +1,242 @@
+//! Starting and stopping the serving processes being compared, on free loopback
+//! ports. Every child is owned by a [`Server`] guard that kills it on drop, and
+//! registered so that Ctrl-C kills it too; a host that is not installed or not
+//! built is reported as skipped, never replaced by another.
+
+use super::http::{self, Request};
+use super::{Function, Paths};
+use anyhow::{Context, Result, bail};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a server may take from exec to its first `200` (an empty cache
+/// compiles every component first).
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKind {
+    /// `<name>-native`: one tokio/hyper server process per function.
+    Native,
+    /// `spinbench serve`: the components on wasmtime, a fresh instance per request.
+    Wasm,
+    /// Real Spin: `spin up`.
+    Spin,
+    /// `wasmtime serve -Scli`, one component per process.
+    WasmtimeServe,
+}
+
+impl HostKind {
+    pub const ALL: [HostKind; 4] = [
+        HostKind::Native,
+        HostKind::Wasm,
+        HostKind::Spin,
+        HostKind::WasmtimeServe,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HostKind::Native => "native",
+            HostKind::Wasm => "wasm",
+            HostKind::Spin => "spin",
+            HostKind::WasmtimeServe => "wasmtime-serve",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<HostKind> {
+        HostKind::ALL.into_iter().find(|h| h.name() == name)
+    }
+}
+
+/// Where the runner keeps compiled code for a start.
+#[derive(Debug, Clone)]
+pub enum Cache {
+    /// A cache directory shared by the run's starts (warm after the first).
+    Dir(PathBuf),
+    /// No cache: every start compiles.
+    Off,
+}
+
+/// A command that starts a host serving `function`, or why it cannot be run here.
+pub fn command(
+    kind: HostKind,
+    function: &Function,
+    paths: &Paths,
+    cache: &Cache,
+    addr: SocketAddr,
+) -> Result<Command, String> {
+    let listen = addr.to_string();
+    let mut cmd = match kind {
+        HostKind::Native => Command::new(existing(&paths.native_binary(function))?),
+        HostKind::Wasm => {
+            existing(&paths.wasm_file(function))?;
+            let mut cmd = Command::new(existing(&paths.runner)?);
+            cmd.args(["serve", "--manifest"])
+                .arg(function_manifest(paths, function)?);
+            match cache {
+                Cache::Dir(dir) => cmd.arg("--cache-dir").arg(dir),
+                Cache::Off => cmd.arg("--no-cache"),
+            };
+            cmd
+        }
+        HostKind::Spin => {
+            existing(&paths.wasm_file(function))?;
+            let mut cmd = Command::new(on_path("spin")?);
+            cmd.args(["up", "-f"])
+                .arg(function_manifest(paths, function)?);
+            cmd
+        }
+        HostKind::WasmtimeServe => {
+            let wasm = existing(&paths.wasm_file(function))?;
+            let mut cmd = Command::new(on_path("wasmtime")?);
+            cmd.args(["serve", "-Scli", "--addr", &listen]).arg(wasm);
+            return Ok(cmd);
+        }
+    };
+    cmd.arg("--listen").arg(&listen);
+    Ok(cmd)
+}
+
+fn function_manifest(paths: &Paths, function: &Function) -> Result<PathBuf, String> {
+    paths
+        .function_manifest(function)
+        .map_err(|e| format!("{e:#}"))
+}
+
+fn existing(path: &Path) -> Result<PathBuf, String> {
+    if path.is_file() {
+        Ok(path.to_path_buf())
+    } else {
+        Err(format!("{} not found (build it first)", path.display()))
+    }
+}
+
+/// The full path of `program` if it is on PATH.
+pub fn on_path(program: &str) -> Result<PathBuf, String> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("`{program}` not on PATH"))
+}
+
+/// A free port on 127.0.0.1 (the OS's pick; the small race until the child binds
+/// it is accepted: loopback ports are not contended here).
+pub fn free_addr() -> Result<SocketAddr> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
+/// A running host process; killed and reaped on drop.
+pub struct Server {
+    child: Child,
+    pub addr: SocketAddr,
+    pub log: PathBuf,
+}
+
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Execs `cmd` and returns once `probe` answers `200`, with the time that took.
+    pub fn start(
+        mut cmd: Command,
+        addr: SocketAddr,
+        probe: &Request,
+        label: &str,
+    ) -> Result<(Server, Duration)> {
+        let log = log_path(label)?;
+        let stderr =
+            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
+        let started = Instant::now();
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {label}: {cmd:?}"))?;
+        register(child.id());
+        let mut server = Server { child, addr, log };
+        server.wait_ready(probe, started).with_context(|| {
+            format!(
+                "{label} did not become ready; its log: {}",
+                server.log.display()
+            )
+        })?;
+        Ok((server, started.elapsed()))
+    }
+
+    /// Polls with the probe request until a `200`; fails fast if the process exits.
+    fn wait_ready(&mut self, probe: &Request, started: Instant) -> Result<()> {
+        while started.elapsed() < START_TIMEOUT {
+            if let Some(status) = self.child.try_wait()? {
+                bail!("exited with {status} before answering");
+            }
+            match http::call(self.addr, probe, Duration::from_secs(10)) {
+                Ok((200, _)) => return Ok(()),
+                Ok((status, _)) => bail!(
+                    "answered {status} to the probe {} {}",
+                    probe.method,
+                    probe.target
+                ),
+                // Not listening yet: connection refused costs microseconds, so poll tightly.
+                Err(_) => std::thread::sleep(Duration::from_micros(200)),
+            }
+        }
+        bail!("no 200 within {START_TIMEOUT:?}")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        unregister(self.child.id());
+    }
+}
+
+fn log_path(label: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("spinbench-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir.join(format!("{}.log", label.replace(['/', ' '], "_"))))
+}
+
+/// PIDs of live children, for the Ctrl-C handler (Drop guards do not run on a signal).
+static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn register(pid: u32) {
+    CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+}
+
+fn unregister(pid: u32) {
+    CHILDREN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|p| *p != pid);
+}
+
+/// Kills every registered child (SIGKILL via kill(1): no libc needed for this one call).
+pub fn kill_all_children() {
+    let pids = std::mem::take(&mut *CHILDREN.lock().unwrap_or_else(|e| e.into_inner()));
+    for chunk in pids.chunks(500) {
+        let _ = Command::new("kill")
+            .arg("-KILL")
+            .args(chunk.iter().map(u32::to_string))
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Kills children on Ctrl-C, then exits (130, as shells report SIGINT).
+pub fn kill_children_on_ctrl_c(runtime: &tokio::runtime::Runtime) {
+    runtime.spawn(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            kill_all_children();
+            eprintln!("\ninterrupted: child processes stopped");
+            std::process::exit(130);
+        }
+    });
+}

@@ -1,0 +1,246 @@
+//! Instance cold start, in process and without a network: N fresh instances of a
+//! component, each handed the function's canned request through the Host API,
+//! with time split into instantiation and handling. Beside it, the native floor:
+//! the same logic called as a plain Rust function, and a fresh native process per
+//! request (exec to first response, the CGI model).
+
+use super::hosts::{self, Cache, HostKind, Server};
+use super::http::Request;
+use super::{Function, Run};
+use crate::host::{Host, HostOptions};
+use crate::manifest::Manifest;
+use crate::report::{Better, Metric};
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use glue::{Endpoint, Handler, Head, Reply};
+use std::time::{Duration, Instant};
+
+const MEASUREMENT: &str = "instance_cold_start";
+/// Untimed instances before each timed series (page faults, caches, branch predictors).
+const WARMUP: usize = 20;
+/// Fresh processes are ~1000× dearer than instances: fewer samples bound the run.
+const MAX_PROCESS_SAMPLES: usize = 100;
+
+pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
+    let functions = run.plan.functions.clone();
+    let bar = run.progress("instance cold start", functions.len() * 3);
+    for f in functions {
+        bar.set_message(format!("{} plain function", f.name));
+        let metric = Metric::new(
+            MEASUREMENT,
+            f.name,
+            "native-fn",
+            "total",
+            "us",
+            Better::Lower,
+        );
+        run.record(match plain_function(f, run.plan.samples) {
+            Ok(samples) => metric.samples(samples),
+            Err(why) => metric.skipped(why),
+        });
+        bar.inc(1);
+
+        bar.set_message(format!("{} process per request", f.name));
+        let metric = Metric::new(
+            MEASUREMENT,
+            f.name,
+            "native-process",
+            "total",
+            "us",
+            Better::Lower,
+        );
+        let n = run.plan.samples.min(if run.plan.quick {
+            20
+        } else {
+            MAX_PROCESS_SAMPLES
+        });
+        run.record(match process_per_request(run, f, n) {
+            Ok(samples) => metric.samples(samples),
+            Err(why) => metric.skipped(why),
+        });
+        bar.inc(1);
+
+        bar.set_message(format!("{} wasm instances", f.name));
+        for metric in wasm_instances(run, runtime, f) {
+            run.record(metric);
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) -> Vec<Metric> {
+    let metric = |name| Metric::new(MEASUREMENT, f.name, "wasm", name, "us", Better::Lower);
+    if !run.plan.has_host(HostKind::Wasm) {
+        return vec![metric("total").skipped("host wasm not selected")];
+    }
+    match runtime.block_on(time_instances(run, f)) {
+        Ok([total, instantiate, handle]) => vec![
+            metric("total").samples(total),
+            metric("instantiate").samples(instantiate),
+            metric("handle").samples(handle),
+        ],
+        Err(e) => vec![metric("total").skipped(format!("{e:#}"))],
+    }
+}
+
+/// [total, instantiate, handle] in µs for `samples` fresh instances.
+async fn time_instances(run: &Run, f: &Function) -> Result<[Vec<f64>; 3]> {
+    let wasm = run.paths.wasm_file(f);
+    if !wasm.is_file() {
+        bail!("{} not found (build it first)", wasm.display());
+    }
+    let manifest = Manifest::load(&run.paths.function_manifest(f)?)?;
+    let options = HostOptions {
+        cache_dir: Some(run.paths.cache_dir()),
+        ..HostOptions::default()
+    };
+    let host = Host::new(&manifest, &options).context("loading the component")?;
+    let probe = (f.probe)();
+    let n = run.plan.samples;
+    let mut out = [
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    ];
+    for i in 0..WARMUP + n {
+        let request = http_request(&probe)?;
+        let started = Instant::now();
+        let response = host.handle_timed(f.name, request).await?;
+        let total = started.elapsed();
+        if response.status != 200 {
+            bail!(
+                "canned request answered {}: {}",
+                response.status,
+                String::from_utf8_lossy(&response.body)
+            );
+        }
+        if i >= WARMUP {
+            for (series, d) in out
+                .iter_mut()
+                .zip([total, response.instantiate, response.handle])
+            {
+                series.push(d.as_secs_f64() * 1e6);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn http_request(probe: &Request) -> Result<http::Request<Bytes>> {
+    let mut builder = http::Request::builder()
+        .method(probe.method)
+        .uri(format!("http://localhost{}", probe.target))
+        .header("host", "localhost");
+    if let Some(ct) = probe.content_type {
+        builder = builder.header("content-type", ct);
+    }
+    Ok(builder
+        .header("content-length", probe.body.len())
+        .body(Bytes::from(probe.body.clone()))?)
+}
+
+/// The crates linked into the runner whose logic can be called directly.
+fn endpoint(name: &str) -> Option<&'static Endpoint> {
+    match name {
+        "hello" => Some(&::hello::ENDPOINT),
+        "echo" => Some(&::echo::ENDPOINT),
+        "cpu" => Some(&::cpu::ENDPOINT),
+        "io" => Some(&::io::ENDPOINT),
+        "suntimes" => Some(&::suntimes::ENDPOINT),
+        "sha1" => Some(&::sha1_blocks::ENDPOINT),
+        _ => None,
+    }
+}
+
+/// The logic alone: what an instance costs on top of the work itself.
+fn plain_function(f: &Function, samples: usize) -> Result<Vec<f64>, String> {
+    let endpoint = endpoint(f.name).ok_or("the function's crate is not linked into the runner")?;
+    let probe = (f.probe)();
+    let mut out = Vec::with_capacity(samples);
+    for i in 0..WARMUP + samples {
+        let started = Instant::now();
+        let reply = call_plain(endpoint, &probe);
+        let took = started.elapsed();
+        std::hint::black_box(&reply);
+        if reply.status != 200 {
+            return Err(format!("canned request answered {}", reply.status));
+        }
+        if i >= WARMUP {
+            out.push(took.as_secs_f64() * 1e6);
+        }
+    }
+    Ok(out)
+}
+
+/// Drives an endpoint as the hosts do, minus HTTP. A `Delayed` handler's wait is
+/// the host's timer, not the logic's, so it is not waited here.
+pub fn call_plain(endpoint: &Endpoint, request: &Request) -> Reply {
+    let (path, query) = request
+        .target
+        .split_once('?')
+        .unwrap_or((&request.target, ""));
+    let head = Head {
+        method: request.method.to_string(),
+        path: path.to_string(),
+        query: query.to_string(),
+        content_type: request.content_type.map(str::to_string),
+        content_length: Some(request.body.len() as u64),
+    };
+    let answer = endpoint
+        .admit(&head)
+        .and_then(|()| match &endpoint.handler {
+            Handler::Head(handle) => handle(&head),
+            Handler::Buffered { handle, .. } => handle(&head, &request.body),
+            Handler::Streamed { start, .. } => start(&head).map(|mut sink| {
+                request
+                    .body
+                    .chunks(64 * 1024)
+                    .for_each(|chunk| sink.write(chunk));
+                sink.finish()
+            }),
+            Handler::Delayed(handle) => handle(&head).map(|(_, reply)| reply),
+        });
+    answer.unwrap_or_else(|e| e.to_reply())
+}
+
+/// A fresh `<name>-native` per request: exec, first 200, kill.
+fn process_per_request(run: &Run, f: &Function, samples: usize) -> Result<Vec<f64>, String> {
+    let mut out = Vec::with_capacity(samples);
+    // Two untimed starts warm the page cache for the binary.
+    for i in 0..2 + samples {
+        let addr = hosts::free_addr().map_err(|e| e.to_string())?;
+        let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
+        let (server, took): (Server, Duration) =
+            Server::start(cmd, addr, &(f.probe)(), &format!("cgi-{}", f.name))
+                .map_err(|e| format!("{e:#}"))?;
+        drop(server);
+        if i >= 2 {
+            out.push(took.as_secs_f64() * 1e6);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_hello_as_a_plain_function() {
+        let reply = call_plain(&hello::ENDPOINT, &Request::get("/hello"));
+        assert_eq!(
+            (reply.status, reply.body.as_slice()),
+            (200, &b"Hello, World!"[..])
+        );
+        let reply = call_plain(
+            &hello::ENDPOINT,
+            &Request {
+                method: "DELETE",
+                ..Request::get("/hello")
+            },
+        );
+        assert_eq!(reply.status, 405);
+    }
+}

@@ -1,0 +1,180 @@
+//! Memory: each host's idle footprint, and what one more concurrently live
+//! instance costs. K `/io` requests are held in flight (each keeps an instance, a
+//! task, or a whole process alive), and the server's RSS and PSS growth is divided
+//! by K. PSS splits shared pages between the processes mapping them, so for the
+//! process-per-request model the sum of PSS over the K processes is the fair cost.
+//! RSS during and after load is recorded by the load measurement.
+
+use super::hosts::{self, Cache, HostKind, Server};
+use super::http::{self, Request};
+use super::{Function, Run};
+use crate::procfs::{self, Memory};
+use crate::report::{Better, Metric};
+use anyhow::{Context, Result};
+use std::net::TcpStream;
+use std::time::Duration;
+
+const MEASUREMENT: &str = "memory";
+/// Requests answered before the idle reading, so lazily touched pages are counted.
+const WARM_REQUESTS: usize = 20;
+/// How long held requests wait in the server: far longer than the measurement.
+const HOLD_MS: u64 = 30_000;
+
+pub fn measure(run: &mut Run) -> Result<()> {
+    let functions = run.plan.functions.clone();
+    let hosts = run.plan.hosts.clone();
+    let io = functions.iter().find(|f| f.name == "io").copied();
+    let per_instance_steps = if io.is_some() {
+        run.plan.ks.len() * (hosts.len() + usize::from(run.plan.has_host(HostKind::Native)))
+    } else {
+        0
+    };
+    let bar = run.progress("memory", functions.len() * hosts.len() + per_instance_steps);
+    for f in &functions {
+        for kind in &hosts {
+            bar.set_message(format!("idle {} on {}", f.name, kind.name()));
+            for metric in idle(run, f, *kind) {
+                run.record(metric);
+            }
+            bar.inc(1);
+        }
+    }
+    if let Some(io) = io {
+        for &k in &run.plan.ks.clone() {
+            for kind in &hosts {
+                bar.set_message(format!("K={k} on {}", kind.name()));
+                let result = per_instance_one_server(run, io, *kind, k);
+                record_per_instance(run, kind.name(), k, result);
+                bar.inc(1);
+            }
+            if run.plan.has_host(HostKind::Native) {
+                bar.set_message(format!("K={k} native processes"));
+                let result = per_instance_processes(run, io, k);
+                record_per_instance(run, "native-process", k, result);
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server, String> {
+    let addr = hosts::free_addr().map_err(|e| e.to_string())?;
+    let cmd = hosts::command(
+        kind,
+        f,
+        &run.paths,
+        &Cache::Dir(run.paths.cache_dir()),
+        addr,
+    )?;
+    let (server, _) =
+        Server::start(cmd, addr, &(f.probe)(), label).map_err(|e| format!("{e:#}"))?;
+    for _ in 0..WARM_REQUESTS {
+        http::call(server.addr, &(f.probe)(), Duration::from_secs(10))
+            .map_err(|e| format!("warm-up: {e:#}"))?;
+    }
+    // Let the allocator and the runtime settle after the warm-up.
+    std::thread::sleep(Duration::from_millis(100));
+    Ok(server)
+}
+
+fn idle(run: &Run, f: &Function, kind: HostKind) -> Vec<Metric> {
+    let metric = |name, value: Result<f64, String>| {
+        let m = Metric::new(
+            MEASUREMENT,
+            f.name,
+            kind.name(),
+            name,
+            "bytes",
+            Better::Lower,
+        );
+        match value {
+            Ok(v) => m.value(v),
+            Err(why) => m.skipped(why),
+        }
+    };
+    let reading = start(run, f, kind, &format!("idle-{}-{}", f.name, kind.name()))
+        .and_then(|server| procfs::memory(server.pid()).map_err(|e| format!("{e:#}")));
+    vec![
+        metric("idle_rss", reading.clone().map(|m| m.rss_bytes as f64)),
+        metric("idle_pss", reading.map(|m| m.pss_bytes as f64)),
+    ]
+}
+
+/// Opens `k` connections each carrying a `/io` request the server will hold.
+fn hold(addr: std::net::SocketAddr, k: usize) -> Result<Vec<TcpStream>> {
+    let request = Request::get(format!("/io?ms={HOLD_MS}"));
+    (0..k)
+        .map(|i| {
+            http::send(addr, &request, Duration::from_secs(10))
+                .with_context(|| format!("held request {i}"))
+        })
+        .collect()
+}
+
+/// Gives the server time to accept and start every held request.
+fn settle(k: usize) {
+    std::thread::sleep(Duration::from_millis(300 + k as u64 / 2));
+}
+
+/// K requests in flight on one server: (memory growth) / K.
+fn per_instance_one_server(
+    run: &Run,
+    io: &Function,
+    kind: HostKind,
+    k: usize,
+) -> Result<Memory, String> {
+    let server = start(run, io, kind, &format!("k{k}-{}", kind.name()))?;
+    let before = procfs::memory(server.pid()).map_err(|e| format!("{e:#}"))?;
+    let held = hold(server.addr, k).map_err(|e| format!("{e:#}"))?;
+    settle(k);
+    let during = procfs::memory(server.pid()).map_err(|e| format!("{e:#}"))?;
+    drop(held);
+    Ok(Memory {
+        rss_bytes: during.rss_bytes.saturating_sub(before.rss_bytes) / k as u64,
+        pss_bytes: during.pss_bytes.saturating_sub(before.pss_bytes) / k as u64,
+    })
+}
+
+/// K native processes, each with one request in flight: total memory / K.
+fn per_instance_processes(run: &Run, io: &Function, k: usize) -> Result<Memory, String> {
+    let mut servers = Vec::with_capacity(k);
+    let mut held = Vec::with_capacity(k);
+    for i in 0..k {
+        let addr = hosts::free_addr().map_err(|e| e.to_string())?;
+        let cmd = hosts::command(HostKind::Native, io, &run.paths, &Cache::Off, addr)?;
+        let (server, _) = Server::start(cmd, addr, &(io.probe)(), &format!("k{k}-process-{i}"))
+            .map_err(|e| format!("{e:#}"))?;
+        held.extend(hold(server.addr, 1).map_err(|e| format!("{e:#}"))?);
+        servers.push(server);
+    }
+    settle(0);
+    let mut total = Memory::default();
+    for server in &servers {
+        let m = procfs::memory(server.pid()).map_err(|e| format!("{e:#}"))?;
+        total.rss_bytes += m.rss_bytes;
+        total.pss_bytes += m.pss_bytes;
+    }
+    drop(held);
+    Ok(Memory {
+        rss_bytes: total.rss_bytes / k as u64,
+        pss_bytes: total.pss_bytes / k as u64,
+    })
+}
+
+fn record_per_instance(run: &mut Run, host: &str, k: usize, result: Result<Memory, String>) {
+    for (name, pick) in [
+        (
+            "pss_per_instance",
+            (|m: &Memory| m.pss_bytes) as fn(&Memory) -> u64,
+        ),
+        ("rss_per_instance", |m: &Memory| m.rss_bytes),
+    ] {
+        let m = Metric::new(MEASUREMENT, "io", host, name, "bytes", Better::Lower).k(k);
+        run.record(match &result {
+            Ok(mem) => m.value(pick(mem) as f64),
+            Err(why) => m.skipped(why.clone()),
+        });
+    }
+}

@@ -1,0 +1,92 @@
+//! Process cold start: from exec to the first `200` over loopback, repeated. The
+//! runner is started with its compiled-code cache warm and with an empty one
+//! (compilation included); each process serves one function, like the native one.
+
+use super::hosts::{self, Cache, HostKind, Server};
+use super::{Function, Run};
+use crate::report::{Better, Metric};
+use anyhow::Result;
+use std::time::Duration;
+
+const MEASUREMENT: &str = "process_cold_start";
+
+/// The variants timed for one function: (reported host, host kind, cache).
+fn variants(run: &Run) -> Vec<(&'static str, HostKind, Option<bool>)> {
+    let mut out = Vec::new();
+    for kind in &run.plan.hosts {
+        match kind {
+            HostKind::Wasm => {
+                out.push(("wasm", *kind, Some(true)));
+                out.push(("wasm-empty-cache", *kind, Some(false)));
+            }
+            other => out.push((other.name(), *other, None)),
+        }
+    }
+    out
+}
+
+pub fn measure(run: &mut Run) -> Result<()> {
+    let functions = run.plan.functions.clone();
+    let variants = variants(run);
+    let bar = run.progress("process cold start", functions.len() * variants.len());
+    for f in functions {
+        for &(host, kind, warm) in &variants {
+            bar.set_message(format!("{} on {host}", f.name));
+            // Compiling dominates an empty-cache start and varies little: fewer runs.
+            let runs = if warm == Some(false) {
+                (run.plan.runs / 4).max(2)
+            } else {
+                run.plan.runs
+            };
+            let metric = Metric::new(MEASUREMENT, f.name, host, "first_200", "ms", Better::Lower);
+            let metric = match starts(run, f, kind, warm, runs) {
+                Ok(samples) => metric.samples(samples),
+                Err(why) => metric.skipped(why),
+            };
+            run.record(metric);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// `runs` timed starts after one untimed warm-up start (which also fills the cache).
+fn starts(
+    run: &Run,
+    f: &Function,
+    kind: HostKind,
+    warm: Option<bool>,
+    runs: usize,
+) -> Result<Vec<f64>, String> {
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..=runs {
+        let cache = match warm {
+            Some(false) => Cache::Dir(run.paths.work.join(format!("empty-cache-{}-{i}", f.name))),
+            _ => Cache::Dir(run.paths.cache_dir()),
+        };
+        let took = start_once(run, f, kind, &cache).map_err(|e| format!("{e:#}"))?;
+        if let Cache::Dir(dir) = &cache {
+            if warm == Some(false) {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+        if i > 0 {
+            samples.push(took.as_secs_f64() * 1e3);
+        }
+    }
+    Ok(samples)
+}
+
+fn start_once(run: &Run, f: &Function, kind: HostKind, cache: &Cache) -> Result<Duration> {
+    let addr = hosts::free_addr()?;
+    let cmd = hosts::command(kind, f, &run.paths, cache, addr).map_err(anyhow::Error::msg)?;
+    let (server, took) = Server::start(
+        cmd,
+        addr,
+        &(f.probe)(),
+        &format!("start-{}-{}", f.name, kind.name()),
+    )?;
+    drop(server);
+    Ok(took)
+}

@@ -1,0 +1,269 @@
+//! SVG charts of a report (plotters, SVG backend only): the instance cold-start
+//! distributions, memory per instance against K, and each host's throughput and
+//! latency relative to native.
+
+use super::{Metric, Report};
+use anyhow::{Result, anyhow};
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+const SIZE: (u32, u32) = (900, 520);
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+];
+
+pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for function in &report.plan.functions {
+        let series: Vec<&Metric> = report
+            .metrics_of("instance_cold_start")
+            .filter(|m| m.function == *function && m.metric == "total" && m.samples.len() > 1)
+            .collect();
+        if !series.is_empty() {
+            let path = dir.join(format!("cold-start-{function}.svg"));
+            distribution(
+                &path,
+                &format!("{function}: instance cold start (total, µs, log)"),
+                &series,
+            )?;
+            written.push(path);
+        }
+    }
+    let per_k: Vec<&Metric> = report
+        .metrics_of("memory")
+        .filter(|m| m.metric == "pss_per_instance" && m.k.is_some())
+        .collect();
+    if !per_k.is_empty() {
+        let path = dir.join("memory-per-instance.svg");
+        memory_vs_k(&path, &per_k)?;
+        written.push(path);
+    }
+    for (metric, file, title) in [
+        (
+            "throughput",
+            "load-throughput.svg",
+            "load: throughput relative to native (higher is better)",
+        ),
+        (
+            "latency_p99",
+            "load-latency-p99.svg",
+            "load: p99 latency relative to native (lower is better)",
+        ),
+    ] {
+        let rows: Vec<&Metric> = report
+            .metrics_of("load")
+            .filter(|m| m.metric == metric)
+            .collect();
+        if rows.iter().any(|m| m.summary.is_some()) {
+            let path = dir.join(file);
+            relative_bars(&path, title, &report.plan.functions, &rows)?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing chart: {e:?}")
+}
+
+/// Quantile curves: x is the percentile, y the sample value on a log axis.
+fn distribution(path: &Path, title: &str, series: &[&Metric]) -> Result<()> {
+    let all = series
+        .iter()
+        .flat_map(|m| m.samples.iter().copied())
+        .filter(|v| *v > 0.0);
+    let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..100f64, (lo * 0.9..hi * 1.1).log_scale())
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("percentile")
+        .y_desc("µs")
+        .draw()
+        .map_err(plot_err)?;
+    for (i, m) in series.iter().enumerate() {
+        let mut sorted: Vec<f64> = m.samples.iter().copied().filter(|v| *v > 0.0).collect();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len().max(2) - 1;
+        let points = sorted
+            .iter()
+            .enumerate()
+            .map(|(j, v)| (j as f64 * 100.0 / n as f64, *v));
+        let color = PALETTE[i % PALETTE.len()];
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .map_err(plot_err)?
+            .label(m.host.clone())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    legend(&mut chart)?;
+    root.present().map_err(plot_err)
+}
+
+fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(plot_err)
+}
+
+/// PSS growth per live instance against K, one line per host and function, both axes log.
+fn memory_vs_k(path: &Path, metrics: &[&Metric]) -> Result<()> {
+    let ks: Vec<f64> = metrics
+        .iter()
+        .filter_map(|m| m.k)
+        .map(|k| k as f64)
+        .collect();
+    let values: Vec<f64> = metrics
+        .iter()
+        .filter_map(|m| m.p50())
+        .filter(|v| *v > 0.0)
+        .map(|v| v / 1024.0)
+        .collect();
+    let kmax = ks.iter().copied().fold(1.0, f64::max);
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    let (lo, hi) = if values.is_empty() {
+        (1.0, 10.0)
+    } else {
+        (lo, hi)
+    };
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "memory per live instance (PSS growth / K, KiB, log-log)",
+            ("sans-serif", 20),
+        )
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            (0.8..kmax * 1.25).log_scale(),
+            (lo * 0.8..hi * 1.25).log_scale(),
+        )
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("K (concurrently live instances)")
+        .y_desc("KiB per instance")
+        .draw()
+        .map_err(plot_err)?;
+    let mut keys: Vec<(String, String)> = metrics
+        .iter()
+        .map(|m| (m.function.clone(), m.host.clone()))
+        .collect();
+    keys.dedup();
+    keys.sort();
+    keys.dedup();
+    for (i, (function, host)) in keys.iter().enumerate() {
+        let mut points: Vec<(f64, f64)> = metrics
+            .iter()
+            .filter(|m| &m.function == function && &m.host == host)
+            .filter_map(|m| Some((m.k? as f64, m.p50()? / 1024.0)))
+            .filter(|(_, v)| *v > 0.0)
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let color = PALETTE[i % PALETTE.len()];
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .map_err(plot_err)?
+            .label(format!("{function} {host}"))
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    legend(&mut chart)?;
+    root.present().map_err(plot_err)
+}
+
+/// Grouped bars: per function, each host's median over native's.
+fn relative_bars(path: &Path, title: &str, functions: &[&str], metrics: &[&Metric]) -> Result<()> {
+    let mut hosts: Vec<&str> = metrics
+        .iter()
+        .map(|m| m.host.as_str())
+        .filter(|h| *h != "native")
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    let mut bars = Vec::new(); // (function index, host index, ratio)
+    for (fi, f) in functions.iter().enumerate() {
+        let of = |h: &str| {
+            metrics
+                .iter()
+                .find(|m| m.function == *f && m.host == h && m.detail.is_some())
+                .and_then(|m| m.p50())
+        };
+        let Some(native) = of("native") else { continue };
+        for (hi, h) in hosts.iter().enumerate() {
+            if let Some(r) = of(h).and_then(|v| crate::stats::ratio(v, native)) {
+                bars.push((fi, hi, r));
+            }
+        }
+    }
+    let top = bars.iter().map(|b| b.2).fold(1.2, f64::max) * 1.1;
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.5f64..functions.len() as f64 - 0.5, 0f64..top)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(functions.len().max(1))
+        .x_label_formatter(&|x| {
+            functions
+                .get(x.round() as usize)
+                .filter(|_| (x - x.round()).abs() < 0.01)
+                .map_or(String::new(), |f| f.to_string())
+        })
+        .y_desc("× native")
+        .draw()
+        .map_err(plot_err)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(-0.5, 1.0), (functions.len() as f64 - 0.5, 1.0)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(plot_err)?;
+    let width = 0.8 / hosts.len().max(1) as f64;
+    for (hi, host) in hosts.iter().enumerate() {
+        let color = PALETTE[hi % PALETTE.len()];
+        let rects = bars.iter().filter(|b| b.1 == hi).map(|&(fi, _, r)| {
+            let x0 = fi as f64 - 0.4 + hi as f64 * width;
+            Rectangle::new([(x0, 0.0), (x0 + width * 0.9, r)], color.filled())
+        });
+        chart
+            .draw_series(rects)
+            .map_err(plot_err)?
+            .label(host.to_string())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
+    }
+    legend(&mut chart)?;
+    root.present().map_err(plot_err)
+}

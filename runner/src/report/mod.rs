@@ -1,0 +1,451 @@
+//! The report of a `compare` run: `report.json`, `report.md`, SVG charts, and the
+//! terminal tables.
+//!
+//! # `report.json` schema (`"schema": "spinbench-report/1"`)
+//!
+//! A change that renames or removes a field bumps the version; new fields may be added.
+//!
+//! ```text
+//! {
+//!   "schema": "spinbench-report/1",
+//!   "started_at": "2026-11-30T10:00:00Z",      // UTC
+//!   "duration_s": 312.4,                        // the whole run
+//!   "command": ["spinbench", "compare", ...],
+//!   "machine": { "cpu_model", "cores", "kernel", "memory_total_bytes", "sha_instructions" },
+//!   "versions": { "spinbench", "oha", "spin", "wasmtime" },   // null when absent
+//!   "plan": { "functions", "hosts", "measurements", "load_duration_s", "warmup_s",
+//!             "samples", "runs", "ks", "quick" },
+//!   "metrics": [ {
+//!       "measurement": "build_and_size" | "instance_cold_start" | "process_cold_start" | "memory" | "load",
+//!       "function": "hello" | "echo" | "cpu" | "io" | "suntimes" | "sha1",
+//!       "host": "native" | "wasm" | "spin" | "wasmtime-serve"      // serving hosts
+//!             | "native-fn"        // the logic called as a plain Rust function
+//!             | "native-process"   // a fresh native process per request (CGI model)
+//!             | "native-soft-sha"  // native sha1 without SHA CPU instructions
+//!             | "wasm-empty-cache",// the runner started with no compiled code
+//!       "metric": "total", "instantiate", "handle", "first_200", "wasm_size", ...,
+//!       "unit": "us" | "ms" | "bytes" | "req/s" | "req/s/core" | "MB/s" | "cores" | "count",
+//!       "better": "lower" | "higher",
+//!       "k": 100 | null,            // memory: concurrently live instances
+//!       "detail": "16 users, POST /echo" | null,
+//!       "summary": { "n", "min", "p50", "p90", "p99", "max", "mean",
+//!                    "mad", "rel_spread", "outliers" } | null,   // null when skipped
+//!       "skipped": "why" | null
+//!   } ],
+//!   "ratios": [ { "measurement", "function", "metric", "k", "host", "baseline",
+//!                 "ratio" } ],       // host p50 / baseline p50, within this run
+//!   "warnings": [ "..." ]
+//! }
+//! ```
+//!
+//! A load run is one observation per host and metric, so its `summary` has `n` = 1
+//! (latency percentiles are oha's, over all requests of the run).
+
+pub mod charts;
+pub mod table;
+
+use crate::compare::Plan;
+use crate::procfs::{self, Machine};
+use crate::stats::{self, Summary};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub const SCHEMA: &str = "spinbench-report/1";
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+/// One figure: a function on a host, summarized over its samples (or skipped).
+#[derive(Debug, Clone, Serialize)]
+pub struct Metric {
+    pub measurement: &'static str,
+    pub function: String,
+    pub host: String,
+    pub metric: &'static str,
+    pub unit: &'static str,
+    pub better: Better,
+    pub k: Option<usize>,
+    pub detail: Option<String>,
+    pub summary: Option<Summary>,
+    pub skipped: Option<String>,
+    /// The raw samples, kept for the charts only.
+    #[serde(skip)]
+    pub samples: Vec<f64>,
+}
+
+impl Metric {
+    pub fn new(
+        measurement: &'static str,
+        function: &str,
+        host: &str,
+        metric: &'static str,
+        unit: &'static str,
+        better: Better,
+    ) -> Metric {
+        Metric {
+            measurement,
+            function: function.to_string(),
+            host: host.to_string(),
+            metric,
+            unit,
+            better,
+            k: None,
+            detail: None,
+            summary: None,
+            skipped: None,
+            samples: Vec::new(),
+        }
+    }
+
+    pub fn samples(mut self, samples: Vec<f64>) -> Metric {
+        self.summary = Summary::of(&samples);
+        if self.summary.is_none() {
+            self.skipped = Some("no valid samples".into());
+        }
+        self.samples = samples;
+        self
+    }
+
+    pub fn value(self, value: f64) -> Metric {
+        self.samples(vec![value])
+    }
+
+    pub fn skipped(mut self, why: impl Into<String>) -> Metric {
+        self.skipped = Some(why.into());
+        self
+    }
+
+    pub fn k(mut self, k: usize) -> Metric {
+        self.k = Some(k);
+        self
+    }
+
+    pub fn detail(mut self, detail: impl Into<String>) -> Metric {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn p50(&self) -> Option<f64> {
+        self.summary.as_ref().map(|s| s.p50)
+    }
+
+    /// Same measurement, function, metric and K: the rows a table lines up.
+    pub fn same_row(&self, other: &Metric) -> bool {
+        (self.measurement, &self.function, self.metric, self.k)
+            == (other.measurement, &other.function, other.metric, other.k)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratio {
+    pub measurement: &'static str,
+    pub function: String,
+    pub metric: &'static str,
+    pub k: Option<usize>,
+    pub host: String,
+    pub baseline: String,
+    pub ratio: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Versions {
+    pub spinbench: &'static str,
+    pub oha: Option<String>,
+    pub spin: Option<String>,
+    pub wasmtime: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanInfo {
+    pub functions: Vec<&'static str>,
+    pub hosts: Vec<&'static str>,
+    pub measurements: Vec<String>,
+    pub load_duration_s: f64,
+    pub warmup_s: f64,
+    pub samples: usize,
+    pub runs: usize,
+    pub ks: Vec<usize>,
+    pub quick: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub started_at: String,
+    pub duration_s: f64,
+    pub command: Vec<String>,
+    pub machine: Machine,
+    pub versions: Versions,
+    pub plan: PlanInfo,
+    pub metrics: Vec<Metric>,
+    pub ratios: Vec<Ratio>,
+    pub warnings: Vec<String>,
+}
+
+/// Hosts that are the native side of a comparison.
+pub fn is_baseline(host: &str) -> bool {
+    host.starts_with("native")
+}
+
+impl Report {
+    pub fn new(command: Vec<String>, plan: &Plan) -> Report {
+        Report {
+            schema: SCHEMA,
+            started_at: rfc3339(SystemTime::now()),
+            duration_s: 0.0,
+            command,
+            machine: procfs::machine(),
+            versions: Versions {
+                spinbench: env!("CARGO_PKG_VERSION"),
+                oha: tool_version("oha"),
+                spin: tool_version("spin"),
+                wasmtime: tool_version("wasmtime"),
+            },
+            plan: PlanInfo {
+                functions: plan.functions.iter().map(|f| f.name).collect(),
+                hosts: plan.hosts.iter().map(|h| h.name()).collect(),
+                measurements: plan.measurements.clone(),
+                load_duration_s: plan.load_duration.as_secs_f64(),
+                warmup_s: plan.warmup.as_secs_f64(),
+                samples: plan.samples,
+                runs: plan.runs,
+                ks: plan.ks.clone(),
+                quick: plan.quick,
+            },
+            metrics: Vec::new(),
+            ratios: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Adds a figure, and a warning if its spread is high.
+    pub fn push(&mut self, metric: Metric) {
+        if let Some(why) = metric.summary.as_ref().and_then(Summary::warning) {
+            self.warnings.push(format!(
+                "{} {} {} {}: {why}",
+                metric.measurement, metric.function, metric.host, metric.metric
+            ));
+        }
+        self.metrics.push(metric);
+    }
+
+    /// Computes the ratios of every host to every native baseline in the same row.
+    pub fn finish(&mut self, took: Duration) {
+        self.duration_s = took.as_secs_f64();
+        self.ratios = ratios(&self.metrics);
+    }
+
+    pub fn metrics_of<'a>(&'a self, measurement: &'a str) -> impl Iterator<Item = &'a Metric> + 'a {
+        self.metrics
+            .iter()
+            .filter(move |m| m.measurement == measurement)
+    }
+}
+
+pub fn ratios(metrics: &[Metric]) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for m in metrics.iter().filter(|m| !is_baseline(&m.host)) {
+        for base in metrics
+            .iter()
+            .filter(|b| is_baseline(&b.host) && b.same_row(m))
+        {
+            if let Some(ratio) = m
+                .p50()
+                .zip(base.p50())
+                .and_then(|(v, b)| stats::ratio(v, b))
+            {
+                out.push(Ratio {
+                    measurement: m.measurement,
+                    function: m.function.clone(),
+                    metric: m.metric,
+                    k: m.k,
+                    host: m.host.clone(),
+                    baseline: base.host.clone(),
+                    ratio,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// `<tool> --version`'s first line, if the tool is on PATH.
+fn tool_version(tool: &str) -> Option<String> {
+    let out = std::process::Command::new(tool)
+        .arg("--version")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    out.status
+        .success()
+        .then(|| text.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// Writes report.json, report.md and the charts into `dir`; returns what it wrote.
+pub fn write(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let json = dir.join("report.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(report)?)
+        .with_context(|| format!("writing {}", json.display()))?;
+    let md = dir.join("report.md");
+    std::fs::write(&md, table::markdown(report))
+        .with_context(|| format!("writing {}", md.display()))?;
+    let mut written = vec![json, md];
+    written.extend(charts::write_all(report, dir)?);
+    Ok(written)
+}
+
+/// `YYYYmmdd-HHMMSS` (UTC), for the results directory's name.
+pub fn timestamp() -> String {
+    let (date, time) = utc_parts(SystemTime::now());
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        date.0, date.1, date.2, time.0, time.1, time.2
+    )
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    let (date, time) = utc_parts(t);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        date.0, date.1, date.2, time.0, time.1, time.2
+    )
+}
+
+/// ((year, month, day), (hour, minute, second)) in UTC, without a date crate:
+/// Howard Hinnant's days-to-civil algorithm.
+fn utc_parts(t: SystemTime) -> ((i64, u32, u32), (u64, u64, u64)) {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    ((year, month, day), (rem / 3600, rem % 3600 / 60, rem % 60))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metric(host: &str, p50: f64) -> Metric {
+        Metric::new("load", "hello", host, "rps", "req/s", Better::Higher).value(p50)
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(utc_parts(UNIX_EPOCH), ((1970, 1, 1), (0, 0, 0)));
+        let t = UNIX_EPOCH + Duration::from_secs(1_709_251_199); // 2024-02-29T23:59:59Z
+        assert_eq!(rfc3339(t), "2024-02-29T23:59:59Z");
+    }
+
+    #[test]
+    fn ratios_are_against_native_baselines_in_the_same_row() {
+        let mut other = metric("native", 1.0);
+        other.function = "echo".into();
+        let rs = ratios(&[
+            metric("native", 100.0),
+            metric("wasm", 50.0),
+            metric("spin", 25.0),
+            other,
+        ]);
+        let got: Vec<_> = rs
+            .iter()
+            .map(|r| (r.host.as_str(), r.baseline.as_str(), r.ratio))
+            .collect();
+        assert_eq!(got, [("wasm", "native", 0.5), ("spin", "native", 0.25)]);
+    }
+
+    #[test]
+    fn json_shape_is_stable() {
+        let args = crate::compare::CompareArgs {
+            manifest: "spin.toml".into(),
+            functions: vec!["hello".into()],
+            hosts: vec!["native".into(), "wasm".into()],
+            measurements: vec!["load".into()],
+            duration: 1.0,
+            samples: 10,
+            runs: 2,
+            quick: true,
+            results_dir: "results".into(),
+        };
+        let plan = Plan::from_args(&args).unwrap();
+        let mut report = Report::new(vec!["spinbench".into()], &plan);
+        report.push(metric("native", 100.0));
+        report.push(metric("wasm", 50.0));
+        report.push(
+            Metric::new("load", "hello", "spin", "rps", "req/s", Better::Higher)
+                .skipped("`spin` not on PATH"),
+        );
+        report.finish(Duration::from_secs(3));
+        let json = serde_json::to_value(&report).unwrap();
+        for key in [
+            "schema",
+            "started_at",
+            "duration_s",
+            "command",
+            "machine",
+            "versions",
+            "plan",
+            "metrics",
+            "ratios",
+            "warnings",
+        ] {
+            assert!(json.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(json["schema"], SCHEMA);
+        for key in [
+            "cpu_model",
+            "cores",
+            "kernel",
+            "memory_total_bytes",
+            "sha_instructions",
+        ] {
+            assert!(json["machine"].get(key).is_some(), "machine.{key}");
+        }
+        let m = &json["metrics"][0];
+        for key in [
+            "measurement",
+            "function",
+            "host",
+            "metric",
+            "unit",
+            "better",
+            "k",
+            "detail",
+            "summary",
+            "skipped",
+        ] {
+            assert!(m.get(key).is_some(), "metric.{key}");
+        }
+        assert!(m.get("samples").is_none());
+        for key in [
+            "n",
+            "min",
+            "p50",
+            "p90",
+            "p99",
+            "max",
+            "mean",
+            "mad",
+            "rel_spread",
+            "outliers",
+        ] {
+            assert!(m["summary"].get(key).is_some(), "summary.{key}");
+        }
+        assert_eq!(json["metrics"][2]["summary"], serde_json::Value::Null);
+        assert_eq!(json["ratios"][0]["ratio"], 0.5);
+        assert_eq!(json["ratios"][0]["baseline"], "native");
+    }
+}
