@@ -1,9 +1,13 @@
 //! `spinbench`: hosts the function set's components the way Spin does and
 //! compares them with native builds of the same code.
 
+mod compare;
 mod host;
 mod manifest;
+mod procfs;
+mod report;
 mod spin_build;
+mod stats;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -24,6 +28,10 @@ enum Command {
     Build(BuildArgs),
     /// Serve the manifest's components over HTTP, one fresh instance per request.
     Serve(ServeArgs),
+    /// Measure every function on every host (native, wasm, spin, wasmtime serve) and write a report.
+    Compare(compare::CompareArgs),
+    /// Run the load scenarios against a host already running elsewhere.
+    Load(compare::load::LoadArgs),
 }
 
 #[derive(Args)]
@@ -88,6 +96,8 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Build(args) => build(args),
         Command::Serve(args) => serve(args),
+        Command::Compare(args) => compare::main(args),
+        Command::Load(args) => compare::load::main(args),
     }
 }
 
