@@ -78,10 +78,7 @@ impl Manifest {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading manifest {}", path.display()))?;
-        let dir = path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::parse(&text, dir).with_context(|| format!("in manifest {}", path.display()))
     }
 
@@ -153,7 +150,10 @@ mod tests {
     fn every_route_has_a_component() {
         let manifest = parse(REPO_MANIFEST).unwrap();
         for trigger in &manifest.trigger.http {
-            assert!(manifest.component.contains_key(&trigger.component), "{trigger:?}");
+            assert!(
+                manifest.component.contains_key(&trigger.component),
+                "{trigger:?}"
+            );
         }
     }
 
@@ -161,7 +161,10 @@ mod tests {
     fn relative_sources_resolve_against_the_manifest_dir() {
         let manifest = parse(REPO_MANIFEST).unwrap();
         let path = manifest.source_path(&manifest.component["hello"]);
-        assert_eq!(path, Path::new("/app/target/wasm32-wasip2/release/hello.wasm"));
+        assert_eq!(
+            path,
+            Path::new("/app/target/wasm32-wasip2/release/hello.wasm")
+        );
     }
 
     #[test]

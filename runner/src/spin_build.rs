@@ -13,8 +13,7 @@ pub fn build_all(manifest: &Manifest) -> Result<()> {
             continue;
         };
         eprintln!("{id}: {}", build.command);
-        run(&build.command, manifest)
-            .with_context(|| format!("building component {id:?}"))?;
+        run(&build.command, manifest).with_context(|| format!("building component {id:?}"))?;
     }
     Ok(())
 }

@@ -98,7 +98,10 @@ impl Host {
         let router = Router::new(&manifest.trigger.http)?;
         let (engine, allocation) = engine::build(options.pool)?;
         if allocation == Allocation::Pooling {
-            eprintln!("pooling allocator: up to {} live instances", options.pool.max_instances);
+            eprintln!(
+                "pooling allocator: up to {} live instances",
+                options.pool.max_instances
+            );
         }
         engine::spawn_epoch_ticker(&engine)?;
         let linker = linker(&engine)?;
@@ -108,12 +111,18 @@ impl Host {
             // Every outbound request is refused (see `state::DenyOutbound`); a
             // component expecting otherwise would silently behave unlike under Spin.
             if !component.allowed_outbound_hosts.is_empty() {
-                bail!("component {id:?}: allowed_outbound_hosts is not supported, outbound HTTP is always refused");
+                bail!(
+                    "component {id:?}: allowed_outbound_hosts is not supported, outbound HTTP is always refused"
+                );
             }
             let path = manifest.source_path(component);
             let loaded = compiled_cache::load(&engine, &path, options.cache_dir.as_deref())
                 .with_context(|| format!("loading component {id:?}"))?;
-            eprintln!("{id}: {} in {:.1?}", origin_text(loaded.origin), loaded.elapsed);
+            eprintln!(
+                "{id}: {} in {:.1?}",
+                origin_text(loaded.origin),
+                loaded.elapsed
+            );
             let pre = linker
                 .instantiate_pre(&loaded.component)
                 .and_then(ProxyPre::new)
@@ -146,7 +155,11 @@ impl Host {
     }
 
     /// Routes and answers one request from the HTTP server.
-    pub(crate) async fn handle<B>(&self, request: Request<B>, client: SocketAddr) -> (Response<Body>, Option<&str>)
+    pub(crate) async fn handle<B>(
+        &self,
+        request: Request<B>,
+        client: SocketAddr,
+    ) -> (Response<Body>, Option<&str>)
     where
         B: hyper::body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
@@ -157,10 +170,11 @@ impl Host {
         };
         let component = matched.route.component.as_str();
         let request = with_spin_headers(request, &matched, client);
-        let response = match invoke::instantiate(&self.components[component], request, self.limits).await {
-            Ok(invocation) => respond(invocation).await,
-            Err(failure) => Err(failure),
-        };
+        let response =
+            match invoke::instantiate(&self.components[component], request, self.limits).await {
+                Ok(invocation) => respond(invocation).await,
+                Err(failure) => Err(failure),
+            };
         let response = response
             .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
         (response, Some(component))
@@ -211,17 +225,26 @@ impl Host {
             .with_context(|| format!("component {component:?} has no route"))?;
         let matched = match self.router.route(request.uri().path()) {
             Some(m) if m.route.component == component => m,
-            _ => RouteMatch { route, path_info: String::new() },
+            _ => RouteMatch {
+                route,
+                path_info: String::new(),
+            },
         };
         let request = with_spin_headers(request.map(full_body), &matched, IN_PROCESS_CLIENT);
         match invoke::instantiate(pre, request, self.limits).await {
             Ok(invocation) => Ok(self.complete_timed(component, invocation).await),
-            Err(failure) => Ok(self.failed_timed(component, failure, Duration::ZERO, Duration::ZERO)),
+            Err(failure) => {
+                Ok(self.failed_timed(component, failure, Duration::ZERO, Duration::ZERO))
+            }
         }
     }
 
     async fn complete_timed(&self, component: &str, invocation: Invocation) -> TimedResponse {
-        let Invocation { instantiate, call, response } = invocation;
+        let Invocation {
+            instantiate,
+            call,
+            response,
+        } = invocation;
         let start = Instant::now();
         let receive = async {
             let response = response.await.ok()?;
@@ -244,7 +267,9 @@ impl Host {
             (_, Err(failure)) | (Some(Err(failure)), Ok(())) => {
                 self.failed_timed(component, failure, instantiate, handle)
             }
-            (None, Ok(())) => self.failed_timed(component, Failure::NoResponse, instantiate, handle),
+            (None, Ok(())) => {
+                self.failed_timed(component, Failure::NoResponse, instantiate, handle)
+            }
         }
     }
 
@@ -290,18 +315,24 @@ async fn respond(invocation: Invocation) -> Result<Response<Body>, Failure> {
     invoke::await_response(invocation.response, outcome).await
 }
 
-/// Logs the failure on stderr (timeouts are expected under load tests, so only
-/// the response says so) and builds the JSON error reply.
+/// Logs the failure as one stderr line (a guest's own panic message is already
+/// on stderr above it; timeouts are expected under load tests, so only the
+/// response says so) and builds the JSON error reply.
 fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
+    let message = failure.message(component);
     if !matches!(failure, Failure::Timeout(_)) {
-        eprintln!("{component}: {failure:?}");
+        eprintln!("error: {message}");
     }
-    reply::server_error(failure.status(), failure.message(component))
+    reply::server_error(failure.status(), message)
 }
 
 /// Makes the URI absolute (`http://<host><path>`, as Spin passes it) and sets
 /// the `spin-*` headers.
-fn with_spin_headers<B>(request: Request<B>, matched: &RouteMatch<'_>, client: SocketAddr) -> Request<B> {
+fn with_spin_headers<B>(
+    request: Request<B>,
+    matched: &RouteMatch<'_>,
+    client: SocketAddr,
+) -> Request<B> {
     let (mut parts, body) = request.into_parts();
     let authority = parts
         .headers
@@ -323,16 +354,19 @@ fn with_spin_headers<B>(request: Request<B>, matched: &RouteMatch<'_>, client: S
     Request::from_parts(parts, body)
 }
 
-fn full_body(bytes: Bytes) -> http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error> {
-    Full::new(bytes).map_err(|never| match never {}).boxed_unsync()
+fn full_body(
+    bytes: Bytes,
+) -> http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error> {
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }
 
 async fn collect(response: Response<Body>) -> Result<(StatusCode, HeaderMap, Bytes), Failure> {
     let (parts, body) = response.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map_err(|e| Failure::Trapped(wasmtime::Error::msg(format!("response body failed: {e}"))))?;
+    let body = body.collect().await.map_err(|e| {
+        Failure::Trapped(wasmtime::Error::msg(format!("response body failed: {e}")))
+    })?;
     Ok((parts.status, parts.headers, body.to_bytes()))
 }
 

@@ -33,5 +33,7 @@ pub fn to_response(reply: Reply) -> Response<Body> {
 }
 
 pub fn full(bytes: Bytes) -> Body {
-    Full::new(bytes).map_err(|never| match never {}).boxed_unsync()
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }

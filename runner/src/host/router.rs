@@ -42,7 +42,9 @@ impl Route {
         }
         let pattern = match raw.strip_suffix(WILDCARD) {
             Some(prefix) => RoutePattern::Prefix(prefix.to_string()),
-            None if raw.contains("...") => bail!("route {raw:?}: '...' is only allowed as a trailing '/...'"),
+            None if raw.contains("...") => {
+                bail!("route {raw:?}: '...' is only allowed as a trailing '/...'")
+            }
             None => RoutePattern::Exact(raw.clone()),
         };
         Ok(Self {
@@ -153,7 +155,10 @@ mod tests {
     fn wildcards_match_their_prefix_and_below() {
         let r = router(&[("/static/...", "files")]);
         assert_eq!(resolve(&r, "/static"), Some(("files", String::new())));
-        assert_eq!(resolve(&r, "/static/a/b.css"), Some(("files", "/a/b.css".into())));
+        assert_eq!(
+            resolve(&r, "/static/a/b.css"),
+            Some(("files", "/a/b.css".into()))
+        );
         assert_eq!(resolve(&r, "/staticx"), None);
     }
 
@@ -168,7 +173,10 @@ mod tests {
         assert_eq!(resolve(&r, "/nope"), Some(("fallback", "/nope".into())));
         assert_eq!(resolve(&r, "/api/x"), Some(("api", "/x".into())));
         assert_eq!(resolve(&r, "/api/v1/x"), Some(("v1", "/x".into())));
-        assert_eq!(resolve(&r, "/api/v1/health"), Some(("health", String::new())));
+        assert_eq!(
+            resolve(&r, "/api/v1/health"),
+            Some(("health", String::new()))
+        );
     }
 
     #[test]
@@ -180,7 +188,11 @@ mod tests {
 
     #[test]
     fn component_route_drops_the_wildcard() {
-        let r = router(&[("/static/...", "files"), ("/...", "all"), ("/hello", "hello")]);
+        let r = router(&[
+            ("/static/...", "files"),
+            ("/...", "all"),
+            ("/hello", "hello"),
+        ]);
         let routes: Vec<&str> = ["files", "all", "hello"]
             .iter()
             .map(|c| r.route_of(c).unwrap().component_route())

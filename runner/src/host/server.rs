@@ -60,7 +60,10 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     }
     drop(listener);
     eprintln!("shutting down: letting in-flight requests finish (up to {SHUTDOWN_GRACE:?})");
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
         eprintln!("shutdown grace period over; dropping remaining connections");
     }
     Ok(())

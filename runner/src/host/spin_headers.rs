@@ -68,7 +68,10 @@ mod tests {
         let client: SocketAddr = "127.0.0.1:54321".parse().unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(CLIENT_ADDR, HeaderValue::from_static("spoofed"));
-        apply(&mut headers, compute(&matched, "localhost:3000", path_and_query, client));
+        apply(
+            &mut headers,
+            compute(&matched, "localhost:3000", path_and_query, client),
+        );
         headers
     }
 

@@ -25,14 +25,20 @@ impl RequestState {
             http: WasiHttpCtx::new(),
             hooks: DenyOutbound,
             // The pool caps memories too; this also caps them under on-demand allocation.
-            limits: StoreLimitsBuilder::new().memory_size(max_memory_size).build(),
+            limits: StoreLimitsBuilder::new()
+                .memory_size(max_memory_size)
+                .build(),
         }
     }
 }
 
 /// A fresh store for one request, whose guest code traps with
 /// `Trap::Interrupt` once `timeout` of wall-clock time has passed.
-pub fn new_store(engine: &Engine, max_memory_size: usize, timeout: Duration) -> Store<RequestState> {
+pub fn new_store(
+    engine: &Engine,
+    max_memory_size: usize,
+    timeout: Duration,
+) -> Store<RequestState> {
     let mut store = Store::new(engine, RequestState::new(max_memory_size));
     store.limiter(|state| &mut state.limits);
     let deadline = Instant::now() + timeout;
@@ -83,10 +89,12 @@ impl WasiHttpHooks for DenyOutbound {
         _fut: ResponseFuture,
     ) -> Box<
         dyn Future<
-                Output = Result<(http::Response<WasiBody>, ResponseFuture), wasmtime_wasi_http::Error>,
+                Output = Result<
+                    (http::Response<WasiBody>, ResponseFuture),
+                    wasmtime_wasi_http::Error,
+                >,
             > + Send,
     > {
         Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) })
     }
 }
-

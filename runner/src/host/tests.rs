@@ -87,6 +87,8 @@ async fn a_waiting_guest_times_out_with_504() {
     assert!(start.elapsed() < Duration::from_secs(3));
 }
 
-fn full_request(uri: &str) -> Request<http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>> {
+fn full_request(
+    uri: &str,
+) -> Request<http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>> {
     get(uri).map(full_body)
 }
