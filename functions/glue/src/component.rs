@@ -89,7 +89,12 @@ fn unreadable(error: impl std::fmt::Debug) -> ApiError {
 }
 
 async fn send(reply: Reply, out: ResponseOutparam) {
-    let mut headers = vec![("content-type".to_string(), reply.content_type.as_bytes().to_vec())];
+    // A declared length lets the host frame the response plainly instead of chunked,
+    // as the native server does.
+    let mut headers = vec![
+        ("content-type".to_string(), reply.content_type.as_bytes().to_vec()),
+        ("content-length".to_string(), reply.body.len().to_string().into_bytes()),
+    ];
     headers.extend(
         reply
             .headers

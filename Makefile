@@ -1,0 +1,30 @@
+# The two commands a fresh machine needs (see README.md):
+#   make compare   set up, build everything, run the wasm-vs-native comparison
+#   make test      set up, build everything, run every test
+# Both install what they need themselves: the wasm32-wasip2 target and oha.
+
+CARGO ?= cargo
+SPINBENCH := target/release/spinbench
+COMPARE_ARGS ?=
+
+.PHONY: compare test build setup clean
+
+compare: build
+	$(SPINBENCH) compare $(COMPARE_ARGS)
+
+test: build
+	$(CARGO) test --release --workspace
+
+# Natives and the runner, then the components through the manifest's own build
+# commands (what `spin build` runs).
+build: setup
+	$(CARGO) build --release --workspace --bins
+	$(SPINBENCH) build --manifest spin.toml
+
+setup:
+	rustup target add wasm32-wasip2
+	command -v oha >/dev/null || $(CARGO) install oha --locked
+
+clean:
+	$(CARGO) clean
+	rm -rf results
