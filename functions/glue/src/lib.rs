@@ -12,6 +12,8 @@ mod reply;
 
 #[cfg(target_arch = "wasm32")]
 pub mod component;
+#[cfg(all(target_arch = "wasm32", feature = "p3"))]
+pub mod component_p3;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 

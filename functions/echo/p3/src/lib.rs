@@ -1,0 +1,5 @@
+//! `echo` as a WASIp3 component (`wasi:http/handler@0.3.0`, spin-sdk 7); the
+//! logic and its WASIp2 entry live in the crate above.
+
+#[cfg(target_arch = "wasm32")]
+glue::spin_p3_component!(echo::ENDPOINT);

@@ -1,0 +1,5 @@
+//! `sha1-blocks` as a WASIp3 component (`wasi:http/handler@0.3.0`, spin-sdk 7); the
+//! logic and its WASIp2 entry live in the crate above.
+
+#[cfg(target_arch = "wasm32")]
+glue::spin_p3_component!(sha1_blocks::ENDPOINT);
