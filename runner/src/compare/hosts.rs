@@ -198,8 +198,17 @@ impl Drop for Server {
     }
 }
 
+fn log_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("spinbench-logs-{}", std::process::id()))
+}
+
+/// Removes the children's stderr logs (kept when a run fails, for its error message).
+pub fn remove_logs() {
+    let _ = std::fs::remove_dir_all(log_dir());
+}
+
 fn log_path(label: &str) -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("spinbench-logs-{}", std::process::id()));
+    let dir = log_dir();
     std::fs::create_dir_all(&dir)?;
     Ok(dir.join(format!("{}.log", label.replace(['/', ' '], "_"))))
 }

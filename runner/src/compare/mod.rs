@@ -322,6 +322,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
     let result = measure_all(&mut run, &runtime);
     hosts::kill_all_children();
     result?;
+    hosts::remove_logs();
 
     run.report.finish(started.elapsed());
     print!("{}", crate::report::table::terminal(&run.report));

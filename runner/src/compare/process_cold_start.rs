@@ -51,7 +51,9 @@ pub fn measure(run: &mut Run) -> Result<()> {
     Ok(())
 }
 
-/// `runs` timed starts after one untimed warm-up start (which also fills the cache).
+/// `runs` timed starts after one untimed warm-up start (which also fills the
+/// shared cache). Empty-cache starts need no warm-up: the warm-cache series ran
+/// first and already brought the binaries into the page cache.
 fn starts(
     run: &Run,
     f: &Function,
@@ -59,20 +61,23 @@ fn starts(
     warm: Option<bool>,
     runs: usize,
 ) -> Result<Vec<f64>, String> {
+    let empty_cache = warm == Some(false);
+    let warmups = usize::from(!empty_cache);
     let mut samples = Vec::with_capacity(runs);
-    for i in 0..=runs {
-        let cache = match warm {
-            Some(false) => Cache::Dir(run.paths.work.join(format!("empty-cache-{}-{i}", f.name))),
-            _ => Cache::Dir(run.paths.cache_dir()),
+    for i in 0..warmups + runs {
+        let cache = if empty_cache {
+            Cache::Dir(run.paths.work.join(format!("empty-cache-{}-{i}", f.name)))
+        } else {
+            Cache::Dir(run.paths.cache_dir())
         };
-        let took = start_once(run, f, kind, &cache).map_err(|e| format!("{e:#}"))?;
-        if let Cache::Dir(dir) = &cache {
-            if warm == Some(false) {
-                let _ = std::fs::remove_dir_all(dir);
-            }
+        let took = start_once(run, f, kind, &cache).map_err(|e| format!("{e:#}"));
+        if let (true, Cache::Dir(dir)) = (empty_cache, &cache) {
+            let _ = std::fs::remove_dir_all(dir);
         }
-        if i > 0 {
-            samples.push(took.as_secs_f64() * 1e3);
+        if i >= warmups {
+            samples.push(took?.as_secs_f64() * 1e3);
+        } else {
+            took?;
         }
     }
     Ok(samples)
@@ -81,12 +86,8 @@ fn starts(
 fn start_once(run: &Run, f: &Function, kind: HostKind, cache: &Cache) -> Result<Duration> {
     let addr = hosts::free_addr()?;
     let cmd = hosts::command(kind, f, &run.paths, cache, addr).map_err(anyhow::Error::msg)?;
-    let (server, took) = Server::start(
-        cmd,
-        addr,
-        &(f.probe)(),
-        &format!("start-{}-{}", f.name, kind.name()),
-    )?;
+    let label = format!("start-{}-{}", f.name, kind.name());
+    let (server, took) = Server::start(cmd, addr, &(f.probe)(), &label)?;
     drop(server);
     Ok(took)
 }

@@ -176,7 +176,6 @@ fn memory_vs_k(path: &Path, metrics: &[&Metric]) -> Result<()> {
         .iter()
         .map(|m| (m.function.clone(), m.host.clone()))
         .collect();
-    keys.dedup();
     keys.sort();
     keys.dedup();
     for (i, (function, host)) in keys.iter().enumerate() {
@@ -186,6 +185,9 @@ fn memory_vs_k(path: &Path, metrics: &[&Metric]) -> Result<()> {
             .filter_map(|m| Some((m.k? as f64, m.p50()? / 1024.0)))
             .filter(|(_, v)| *v > 0.0)
             .collect();
+        if points.is_empty() {
+            continue;
+        }
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
         let color = PALETTE[i % PALETTE.len()];
         chart
@@ -200,13 +202,14 @@ fn memory_vs_k(path: &Path, metrics: &[&Metric]) -> Result<()> {
 
 /// Grouped bars: per function, each host's median over native's.
 fn relative_bars(path: &Path, title: &str, functions: &[&str], metrics: &[&Metric]) -> Result<()> {
-    let mut hosts: Vec<&str> = metrics
+    let mut all_hosts: Vec<&str> = metrics
         .iter()
         .map(|m| m.host.as_str())
         .filter(|h| *h != "native")
         .collect();
-    hosts.sort();
-    hosts.dedup();
+    all_hosts.sort();
+    all_hosts.dedup();
+    let hosts = &all_hosts;
     let mut bars = Vec::new(); // (function index, host index, ratio)
     for (fi, f) in functions.iter().enumerate() {
         let of = |h: &str| {
@@ -251,6 +254,17 @@ fn relative_bars(path: &Path, title: &str, functions: &[&str], metrics: &[&Metri
             BLACK.stroke_width(1),
         ))
         .map_err(plot_err)?;
+    // Only hosts with a figure get a slot and a legend entry (skipped ones have none).
+    let hosts: Vec<&str> = hosts
+        .iter()
+        .enumerate()
+        .filter(|(hi, _)| bars.iter().any(|b| b.1 == *hi))
+        .map(|(_, h)| *h)
+        .collect();
+    let bars: Vec<(usize, usize, f64)> = bars
+        .iter()
+        .filter_map(|&(fi, hi, r)| Some((fi, hosts.iter().position(|h| *h == all_hosts[hi])?, r)))
+        .collect();
     let width = 0.8 / hosts.len().max(1) as f64;
     for (hi, host) in hosts.iter().enumerate() {
         let color = PALETTE[hi % PALETTE.len()];

@@ -72,7 +72,7 @@ pub fn markdown(report: &Report) -> String {
     let m = &report.machine;
     let mut out = format!(
         "# spinbench compare, {}\n\n{} ({} cores, SHA instructions: {}), Linux {}, {:.0} GiB RAM. Run took {:.0} s.\n\nCommand: `{}`\n\n\
-         Cells are median ± MAD; the last column is wasm's median over native's.\n",
+         Cells are median ± MAD; the last column is wasm's median over the native baseline's (the native server; for instance cold start, a native process per request).\n",
         report.started_at,
         m.cpu_model,
         m.cores,
@@ -132,7 +132,17 @@ fn table(report: &Report, measurement: &str) -> Option<Table> {
     hosts.sort_by_key(|h| (!is_baseline(h), *h != "wasm"));
     let mut header = vec!["function".to_string(), "metric".to_string()];
     header.extend(hosts.iter().map(|h| h.to_string()));
-    header.push("wasm/native".into());
+    // The ratio's baseline: the native server, or for in-process cold start
+    // (which has none) the process-per-request model.
+    let baseline = if hosts.contains(&"native") {
+        "native"
+    } else {
+        "native-process"
+    };
+    let with_ratio = hosts.contains(&"wasm") && hosts.contains(&baseline);
+    if with_ratio {
+        header.push(format!("wasm/{baseline}"));
+    }
 
     let mut rows = Vec::new();
     let mut notes = Vec::new();
@@ -170,10 +180,9 @@ fn table(report: &Report, measurement: &str) -> Option<Table> {
                 None => "".into(),
             });
         }
-        row.push(ratio_cell(
-            find("wasm"),
-            find("native").or_else(|| find("native-process")),
-        ));
+        if with_ratio {
+            row.push(ratio_cell(find("wasm"), find(baseline)));
+        }
         rows.push(row);
     }
     Some(Table {
