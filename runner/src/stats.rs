@@ -104,6 +104,17 @@ pub fn ratio(value: f64, baseline: f64) -> Option<f64> {
     (baseline != 0.0 && r.is_finite()).then_some(r)
 }
 
+/// Least-squares slope of `y` against `x`; `None` with fewer than two distinct x.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let sxx: f64 = points.iter().map(|(x, _)| (x - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    (points.len() >= 2 && sxx > 0.0).then(|| sxy / sxx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +160,19 @@ mod tests {
         let s = Summary::of(&samples).unwrap();
         assert_eq!(s.outliers, 12);
         assert!(s.warning().unwrap().contains("outliers"));
+    }
+
+    #[test]
+    fn slope_fits_a_line() {
+        let points = [
+            (1.0, 1010.0),
+            (10.0, 1100.0),
+            (100.0, 2000.0),
+            (1000.0, 11000.0),
+        ];
+        assert!((slope(&points).unwrap() - 10.0).abs() < 1e-9);
+        assert_eq!(slope(&[(1.0, 5.0)]), None);
+        assert_eq!(slope(&[(2.0, 5.0), (2.0, 7.0)]), None);
     }
 
     #[test]

@@ -54,9 +54,49 @@ pub fn measure(run: &mut Run) -> Result<()> {
                 bar.inc(1);
             }
         }
+        record_fits(run);
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// One figure per host from all K: the least-squares slope of total PSS growth
+/// against K. A single K's growth / K is noisy at small K (growth below a page
+/// rounds to zero) and carries fixed costs; the slope is the marginal instance.
+fn record_fits(run: &mut Run) {
+    let per_k: Vec<(String, f64, f64)> = run
+        .report
+        .metrics_of(MEASUREMENT)
+        .filter(|m| m.metric == "pss_per_instance")
+        .filter_map(|m| Some((m.host.clone(), m.k? as f64, m.p50()? * m.k? as f64)))
+        .collect();
+    let mut hosts: Vec<&String> = per_k.iter().map(|(h, _, _)| h).collect();
+    hosts.dedup();
+    let fits: Vec<(String, Option<f64>)> = hosts
+        .into_iter()
+        .map(|h| {
+            let points: Vec<(f64, f64)> = per_k
+                .iter()
+                .filter(|p| &p.0 == h)
+                .map(|p| (p.1, p.2))
+                .collect();
+            (h.clone(), crate::stats::slope(&points))
+        })
+        .collect();
+    for (host, slope) in fits {
+        let m = Metric::new(
+            MEASUREMENT,
+            "io",
+            &host,
+            "pss_per_instance_fit",
+            "bytes",
+            Better::Lower,
+        );
+        run.record(match slope {
+            Some(s) => m.value(s),
+            None => m.skipped("fewer than two K measured"),
+        });
+    }
 }
 
 fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server, String> {
