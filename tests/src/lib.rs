@@ -66,7 +66,11 @@ impl Server {
 
     /// `spinbench serve` over the repo's spin.toml, with its own compiled-code cache.
     pub fn runner(extra_args: &[&str]) -> Server {
-        let manifest = workspace_root().join("spin.toml");
+        Server::runner_with(&workspace_root().join("spin.toml"), extra_args)
+    }
+
+    /// `spinbench serve` over `manifest`, with the e2e compiled-code cache.
+    pub fn runner_with(manifest: &Path, extra_args: &[&str]) -> Server {
         let cache = workspace_root().join("target/e2e-cache");
         let mut args = vec![
             "serve",
@@ -90,6 +94,17 @@ impl Server {
     /// Whether the process is still running.
     pub fn is_alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The process's resident set size (`VmRSS` in /proc/<pid>/status), in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("/proc/<pid>/status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS line")
     }
 
     /// What the server wrote to stdout and stderr so far.
@@ -183,6 +198,65 @@ pub fn send(method: &str, url: &str, content_type: Option<&str>, body: &[u8]) ->
         content_type,
         body,
     }
+}
+
+/// Like [`send`], also returning the response headers (names lower-case).
+pub fn send_with_headers(
+    method: &str,
+    url: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> (Answer, Vec<(String, String)>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .allow_non_standard_methods(true)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    let mut request = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(content_type) = content_type {
+        request = request.header("content-type", content_type);
+    }
+    let request = request.body(body.to_vec()).expect("valid request");
+    let mut response = agent
+        .run(request)
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let headers: Vec<(String, String)> = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let content_type = headers
+        .iter()
+        .find(|(k, _)| k == "content-type")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024 * 1024)
+        .read_to_vec()
+        .unwrap_or_else(|e| panic!("{method} {url}: reading body: {e}"));
+    let answer = Answer {
+        status: response.status().as_u16(),
+        content_type,
+        body,
+    };
+    (answer, headers)
+}
+
+/// Writes `request` as is, closes the writing half (so a body shorter than its
+/// `Content-Length` ends early), and returns whatever came back (possibly nothing).
+pub fn raw_then_close(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let _ = stream.write_all(request);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    response
 }
 
 pub fn get(url: &str) -> Answer {

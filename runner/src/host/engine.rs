@@ -15,15 +15,18 @@ const MIB: usize = 1 << 20;
 /// Sizing of the pooling allocator.
 #[derive(Debug, Clone, Copy)]
 pub struct PoolSizing {
-    /// Component instances that can be live at once: the host's maximal concurrency.
+    /// Component instance slots in the pool. The admission cap
+    /// (`AdmissionLimits::max_concurrent`, 1024 by default) must stay below it,
+    /// so overload is answered with `503`s, never with a failed instantiation.
     ///
-    /// Spin defaults to 1_000. We default to 10_000 so that thousands of parked
-    /// `/io` requests fit. The cost is virtual address space, not RAM: each memory
+    /// Spin defaults to 1_000. We default to 10_000, far above the cap. The cost is virtual address space, not RAM: each memory
     /// slot reserves wasmtime's default 4 GiB + 32 MiB guard (kept so bounds checks
     /// stay elided, as under Spin), i.e. ~40 TiB of the 128 TiB x86_64 user space;
     /// only touched pages become resident.
     pub max_instances: u32,
-    /// Largest linear memory a guest may grow to.
+    /// Largest linear memory a guest may grow to; past it, allocation fails and
+    /// the guest traps (`500`). 16 MiB by default: every function runs within 2 MiB,
+    /// and 1024 concurrent instances at the cap stay within 16 GiB.
     pub max_memory_size: usize,
 }
 
@@ -31,7 +34,7 @@ impl Default for PoolSizing {
     fn default() -> Self {
         Self {
             max_instances: 10_000,
-            max_memory_size: 64 * MIB,
+            max_memory_size: 16 * MIB,
         }
     }
 }

@@ -44,12 +44,15 @@ pub enum Failure {
     GuestError(ErrorCode),
     /// The guest returned without setting a response.
     NoResponse,
+    /// The pooling allocator had no free slot (the admission cap should prevent it).
+    Overloaded(wasmtime::Error),
 }
 
 impl Failure {
     pub fn status(&self) -> u16 {
         match self {
             Failure::Timeout(_) => 504,
+            Failure::Overloaded(_) => 503,
             _ => 500,
         }
     }
@@ -66,10 +69,21 @@ impl Failure {
             },
             Failure::GuestError(code) => format!("component {component:?} failed: {code:?}"),
             Failure::NoResponse => format!("component {component:?} sent no response"),
+            Failure::Overloaded(error) => {
+                format!(
+                    "server busy: no instance of {component:?} available ({error}); retry later"
+                )
+            }
         }
     }
 
     fn from_wasmtime(error: wasmtime::Error, limit: Duration) -> Self {
+        if error
+            .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+            .is_some()
+        {
+            return Failure::Overloaded(error);
+        }
         match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => Failure::Timeout(limit),
             _ => Failure::Trapped(error),

@@ -5,6 +5,8 @@
 //! [`Host`] is the interface: `spinbench serve` puts it behind an HTTP server
 //! ([`serve`]), and in-process measurements call [`Host::handle_timed`] directly.
 
+mod admission;
+mod body_limit;
 mod compiled_cache;
 mod engine;
 mod invoke;
@@ -14,12 +16,19 @@ mod server;
 pub mod spin_headers;
 mod state;
 
+pub use admission::AdmissionLimits;
+pub use body_limit::DEFAULT_MAX_REQUEST_BODY;
 pub use compiled_cache::Origin;
 pub use engine::{Allocation, PoolSizing};
-pub use server::{ServeOptions, serve};
+pub use server::{
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_HEADER_BYTES, DEFAULT_SHUTDOWN_GRACE, ServeOptions,
+    serve,
+};
 
 use crate::manifest::Manifest;
+use admission::{Admission, Permit, Refusal};
 use anyhow::{Context, Result, bail};
+use body_limit::LimitedBody;
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
@@ -44,6 +53,11 @@ pub struct HostOptions {
     /// request gets a `504` and the instance is dropped.
     pub request_timeout: Duration,
     pub pool: PoolSizing,
+    /// Concurrent instances and the queue in front of them (`serve` only: the
+    /// in-process API is not gated).
+    pub admission: AdmissionLimits,
+    /// Request bodies larger than this get a `413` from the runner itself.
+    pub max_request_body: u64,
 }
 
 impl Default for HostOptions {
@@ -52,6 +66,8 @@ impl Default for HostOptions {
             cache_dir: compiled_cache::default_dir(),
             request_timeout: Duration::from_secs(30),
             pool: PoolSizing::default(),
+            admission: AdmissionLimits::default(),
+            max_request_body: DEFAULT_MAX_REQUEST_BODY,
         }
     }
 }
@@ -86,6 +102,8 @@ pub struct Host {
     components: BTreeMap<String, ProxyPre<RequestState>>,
     loads: Vec<ComponentLoad>,
     limits: Limits,
+    admission: Admission,
+    max_request_body: u64,
 }
 
 /// The client address reported (`spin-client-addr`) for in-process requests.
@@ -97,10 +115,24 @@ impl Host {
     pub fn new(manifest: &Manifest, options: &HostOptions) -> Result<Self> {
         let router = Router::new(&manifest.trigger.http)?;
         let (engine, allocation) = engine::build(options.pool)?;
+        // The cap stays below the pool's slots, so overload is a 503 from the
+        // queue, never a failed instantiation.
+        let admission = AdmissionLimits {
+            max_concurrent: options.admission.max_concurrent.clamp(
+                1,
+                (options.pool.max_instances as usize)
+                    .saturating_sub(1)
+                    .max(1),
+            ),
+            ..options.admission
+        };
         if allocation == Allocation::Pooling {
             eprintln!(
-                "pooling allocator: up to {} live instances",
-                options.pool.max_instances
+                "pooling allocator: up to {} live instances; serving at most {} at once, {} more queued for up to {:?}",
+                options.pool.max_instances,
+                admission.max_concurrent,
+                admission.max_queued,
+                admission.queue_timeout
             );
         }
         engine::spawn_epoch_ticker(&engine)?;
@@ -146,6 +178,8 @@ impl Host {
             components,
             loads,
             limits,
+            admission: Admission::new(admission),
+            max_request_body: options.max_request_body,
         })
     }
 
@@ -161,7 +195,7 @@ impl Host {
         client: SocketAddr,
     ) -> (Response<Body>, Option<&str>)
     where
-        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
         let path = request.uri().path().to_string();
@@ -169,16 +203,41 @@ impl Host {
             return (reply::not_found(&path), None);
         };
         let component = matched.route.component.as_str();
-        let request = with_spin_headers(request, &matched, client);
+        if declared_length(request.headers()).is_some_and(|n| n > self.max_request_body) {
+            let error = glue::ApiError::body_too_large(self.max_request_body);
+            return (reply::to_response(error.to_reply()), Some(component));
+        }
+        let permit = match self.admission.admit().await {
+            Ok(permit) => permit,
+            Err(refusal) => return (self.busy(refusal), Some(component)),
+        };
+        let request = with_spin_headers(request, &matched, client)
+            .map(|body| LimitedBody::new(body, self.max_request_body));
         let response =
             match invoke::instantiate(&self.components[component], request, self.limits).await {
-                Ok(invocation) => respond(invocation).await,
+                Ok(invocation) => respond(invocation, permit).await,
                 Err(failure) => Err(failure),
             };
         let response = response
             .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
         (response, Some(component))
     }
+
+    /// The `503` for a request that found no free instance.
+    fn busy(&self, refusal: Refusal) -> Response<Body> {
+        reply::to_response(reply::busy(refusal.message(self.admission.limits())))
+    }
+}
+
+/// The `Content-Length` a request declares, if any (and parseable).
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The in-process API, for measuring without HTTP in between (`compare`).
@@ -305,9 +364,15 @@ fn linker(engine: &Engine) -> Result<Linker<RequestState>> {
 }
 
 /// Runs the guest in its own task, so it can keep streaming the body after the
-/// response head is returned; the head is what we wait for.
-async fn respond(invocation: Invocation) -> Result<Response<Body>, Failure> {
-    let call = tokio::spawn(invocation.call);
+/// response head is returned; the head is what we wait for. The task holds the
+/// instance's admission permit until the call (and with it the store) is done.
+async fn respond(invocation: Invocation, permit: Permit) -> Result<Response<Body>, Failure> {
+    let guest = invocation.call;
+    let call = tokio::spawn(async move {
+        let outcome = guest.await;
+        drop(permit);
+        outcome
+    });
     let outcome = async {
         call.await
             .unwrap_or_else(|join| Err(Failure::Trapped(wasmtime::Error::msg(join.to_string()))))
@@ -320,6 +385,10 @@ async fn respond(invocation: Invocation) -> Result<Response<Body>, Failure> {
 /// response says so) and builds the JSON error reply.
 fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
     let message = failure.message(component);
+    if let Failure::Overloaded(_) = failure {
+        // Only if the pool runs out despite the admission cap; as busy as a 503 from it.
+        return reply::busy(message);
+    }
     if !matches!(failure, Failure::Timeout(_)) {
         eprintln!("error: {message}");
     }

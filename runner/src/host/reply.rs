@@ -1,4 +1,4 @@
-//! Responses the host itself sends (404, 500, 504), in the glue crate's JSON
+//! Responses the host itself sends (404, 413, 500, 503, 504), in the glue crate's JSON
 //! format so they are byte-identical to what the native builds send.
 
 use bytes::Bytes;
@@ -17,6 +17,13 @@ pub fn not_found(path: &str) -> Response<Body> {
 /// A `{"error": message}` reply with a 5xx status.
 pub fn server_error(status: u16, message: impl Into<String>) -> Reply {
     ApiError::new(status, message).to_reply()
+}
+
+/// A `503` with `Retry-After: 1`: the server is busy, not broken.
+pub fn busy(message: impl Into<String>) -> Reply {
+    let mut error = ApiError::new(503, message);
+    error.headers.push(("retry-after", "1".to_string()));
+    error.to_reply()
 }
 
 /// The same translation as glue's native host: status, content-type, extra headers, body.

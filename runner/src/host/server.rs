@@ -12,16 +12,39 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 
-/// A client has this long to send its request head (slowloris guard).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// On SIGTERM/SIGINT, in-flight requests get this long to finish.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Default `--header-read-timeout`.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `--shutdown-grace`.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Default `--max-header-bytes`: hyper's own default read buffer limit (~400 KiB).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 8192 + 4096 * 100;
 
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     pub listen: SocketAddr,
     /// One stderr line per request (off by default: it costs throughput).
     pub log_requests: bool,
+    /// A client has this long to send a complete request head, counted from
+    /// its first byte, or on a kept-alive connection from the end of the
+    /// previous response: both the slowloris guard and the idle keep-alive timeout.
+    pub header_read_timeout: Duration,
+    /// The largest request head (request line and headers) read; past it the
+    /// connection gets a `431` and is closed. At least 8192 (hyper's minimum).
+    pub max_header_bytes: usize,
+    /// On SIGTERM/SIGINT, in-flight requests get this long to finish.
+    pub shutdown_grace: Duration,
+}
+
+impl ServeOptions {
+    pub fn new(listen: SocketAddr) -> Self {
+        Self {
+            listen,
+            log_requests: false,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
 }
 
 /// Serves `host` until SIGTERM or SIGINT, on a multi-threaded tokio runtime.
@@ -48,7 +71,7 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, client)) => serve_connection(&host, &graceful, stream, client, options.log_requests),
+                Ok((stream, client)) => serve_connection(&host, &graceful, stream, client, &options),
                 // Running out of file descriptors is transient under load: back off, keep serving.
                 Err(error) => {
                     eprintln!("accept failed: {error}");
@@ -59,8 +82,9 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
         }
     }
     drop(listener);
-    eprintln!("shutting down: letting in-flight requests finish (up to {SHUTDOWN_GRACE:?})");
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    let grace = options.shutdown_grace;
+    eprintln!("shutting down: letting in-flight requests finish (up to {grace:?})");
+    if tokio::time::timeout(grace, graceful.shutdown())
         .await
         .is_err()
     {
@@ -74,8 +98,9 @@ fn serve_connection(
     graceful: &GracefulShutdown,
     stream: TcpStream,
     client: SocketAddr,
-    log_requests: bool,
+    options: &ServeOptions,
 ) {
+    let log_requests = options.log_requests;
     // Small responses must not wait for Nagle's algorithm.
     let _ = stream.set_nodelay(true);
     let host = host.clone();
@@ -85,7 +110,8 @@ fn serve_connection(
     });
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .header_read_timeout(options.header_read_timeout)
+        .max_buf_size(options.max_header_bytes.max(8192))
         .keep_alive(true)
         .serve_connection(TokioIo::new(stream), service);
     let connection = graceful.watch(connection);

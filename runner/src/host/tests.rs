@@ -30,6 +30,7 @@ fn host(component: &str, wasm: &str, route: &str, timeout: Duration) -> Option<H
             max_instances: 8,
             ..PoolSizing::default()
         },
+        ..HostOptions::default()
     };
     Some(Host::new(&manifest, &options).unwrap())
 }
@@ -91,4 +92,39 @@ fn full_request(
     uri: &str,
 ) -> Request<http_body_util::combinators::UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>> {
     get(uri).map(full_body)
+}
+
+/// The in-process API is not gated by the admission cap, so it can exhaust the
+/// pool: the instantiation that finds no free slot is a 503 with Retry-After,
+/// not a 500, and the others complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_pool_is_a_503_with_retry_after() {
+    let Some(host) = host("io", "io", "/io", Duration::from_secs(10)) else {
+        return;
+    };
+    let host = std::sync::Arc::new(host);
+    let calls: Vec<_> = (0..12)
+        .map(|_| {
+            let host = host.clone();
+            tokio::spawn(async move { host.handle_timed("io", get("/io?ms=400")).await.unwrap() })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for call in calls {
+        let response = call.await.unwrap();
+        if response.status == 503 {
+            assert_eq!(response.headers["retry-after"], "1");
+            assert!(String::from_utf8_lossy(&response.body).contains("\"error\""));
+        }
+        statuses.push(response.status.as_u16());
+    }
+    assert!(
+        statuses.iter().all(|s| [200, 503].contains(s)),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        8,
+        "{statuses:?}"
+    );
 }
