@@ -25,22 +25,39 @@ const STREAMED_CHUNK: usize = 64 * 1024;
 
 /// Answers one request; each function's `#[http_service]` calls just this.
 pub async fn serve(endpoint: &'static Endpoint, req: Request) -> types::Response {
-    let reply = answer(endpoint, req).await.unwrap_or_else(|e| e.to_reply());
-    respond(reply)
+    let head = head_of(&req);
+    // `#[http_service]` wraps the request without starting its body, so the raw
+    // `wasi:http/types.request` is still there to read the body from directly.
+    let body = req.into_body().take_unstarted();
+    let reply = answer(endpoint, &head, body).await;
+    respond(reply.unwrap_or_else(|e| e.to_reply()))
 }
 
-async fn answer(endpoint: &'static Endpoint, req: Request) -> Result<Reply, ApiError> {
-    let head = head_of(&req);
-    endpoint.admit(&head)?;
+/// Answers one request as it comes from a bare `wasi:http/handler#handle` export,
+/// skipping the `http::Request` spin-sdk's `#[http_service]` builds first: fewer
+/// host calls per request and no `http` crate in the component (see
+/// [`spin_p3_service!`](crate::spin_p3_service)).
+pub async fn serve_raw(endpoint: &'static Endpoint, req: types::Request) -> types::Response {
+    let head = raw_head_of(&req);
+    let reply = answer(endpoint, &head, Some(req)).await;
+    respond(reply.unwrap_or_else(|e| e.to_reply()))
+}
+
+async fn answer(
+    endpoint: &'static Endpoint,
+    head: &Head,
+    body: Option<types::Request>,
+) -> Result<Reply, ApiError> {
+    endpoint.admit(head)?;
     match &endpoint.handler {
-        Handler::Head(handle) => handle(&head),
+        Handler::Head(handle) => handle(head),
         Handler::Buffered { limit, handle } => {
-            let body = read_body(req, &head, *limit).await?;
-            handle(&head, &body)
+            let body = read_body(Body::open(body), head, *limit).await?;
+            handle(head, &body)
         }
         Handler::Streamed { limit, start } => {
-            let mut sink = start(&head)?;
-            let mut body = Body::open(req);
+            let mut sink = start(head)?;
+            let mut body = Body::open(body);
             let mut chunk = Vec::with_capacity(STREAMED_CHUNK);
             let mut received = 0u64;
             while body.fill(&mut chunk).await? {
@@ -54,7 +71,7 @@ async fn answer(endpoint: &'static Endpoint, req: Request) -> Result<Reply, ApiE
             Ok(sink.finish())
         }
         Handler::Delayed(plan) => {
-            let (wait, reply) = plan(&head)?;
+            let (wait, reply) = plan(head)?;
             // `wasi:clocks/monotonic-clock.wait-for`, an async import: this task is
             // parked on the host's timer while the instance serves other requests.
             let nanos = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
@@ -80,13 +97,49 @@ fn head_of(req: &Request) -> Head {
     }
 }
 
+fn raw_head_of(req: &types::Request) -> Head {
+    use types::Method;
+    let path_and_query = req.get_path_with_query().unwrap_or_else(|| "/".to_string());
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query.as_str(), ""));
+    let headers = req.get_headers();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .into_iter()
+            .next()
+            .and_then(|v| String::from_utf8(v).ok())
+    };
+    let method = match req.get_method() {
+        Method::Get => "GET".to_string(),
+        Method::Head => "HEAD".to_string(),
+        Method::Post => "POST".to_string(),
+        Method::Put => "PUT".to_string(),
+        Method::Delete => "DELETE".to_string(),
+        Method::Connect => "CONNECT".to_string(),
+        Method::Options => "OPTIONS".to_string(),
+        Method::Trace => "TRACE".to_string(),
+        Method::Patch => "PATCH".to_string(),
+        Method::Other(other) => other,
+    };
+    Head {
+        method,
+        path: path.to_string(),
+        query: query.to_string(),
+        content_type: header("content-type"),
+        content_length: header("content-length").and_then(|v| v.parse().ok()),
+    }
+}
+
 /// Reads the whole body into one buffer, sized from the declared length when there
 /// is one, refusing more than `limit` bytes.
-async fn read_body(req: Request, head: &Head, limit: usize) -> Result<Vec<u8>, ApiError> {
+async fn read_body(mut reader: Body, head: &Head, limit: usize) -> Result<Vec<u8>, ApiError> {
     // `admit` has refused a declared length over the limit already.
-    let declared = head.content_length.map_or(0, |n| n.min(limit as u64) as usize);
+    let declared = head
+        .content_length
+        .map_or(0, |n| n.min(limit as u64) as usize);
     let mut body = Vec::with_capacity(declared);
-    let mut reader = Body::open(req);
     loop {
         if body.len() == body.capacity() {
             body.reserve(BUFFERED_CHUNK);
@@ -110,13 +163,11 @@ struct Body {
 }
 
 impl Body {
-    fn open(req: Request) -> Self {
-        // `#[http_service]` wraps the request without starting its body, so the raw
-        // `wasi:http/types.request` is still there to read from directly.
-        match req.into_body().take_unstarted() {
-            Some(raw) => {
+    fn open(req: Option<types::Request>) -> Self {
+        match req {
+            Some(req) => {
                 let (result, res) = wit_future::new(|| Ok(()));
-                let (stream, trailers) = types::Request::consume_body(raw, res);
+                let (stream, trailers) = types::Request::consume_body(req, res);
                 Self {
                     stream: Some(stream),
                     trailers: Some(trailers),
@@ -160,8 +211,14 @@ fn respond(reply: Reply) -> types::Response {
     // A declared length lets the host frame the response plainly instead of chunked,
     // as the native server does.
     let mut headers = Vec::with_capacity(2 + reply.headers.len());
-    headers.push(("content-type".to_string(), reply.content_type.as_bytes().to_vec()));
-    headers.push(("content-length".to_string(), reply.body.len().to_string().into_bytes()));
+    headers.push((
+        "content-type".to_string(),
+        reply.content_type.as_bytes().to_vec(),
+    ));
+    headers.push((
+        "content-length".to_string(),
+        reply.body.len().to_string().into_bytes(),
+    ));
     headers.extend(
         reply
             .headers
@@ -198,9 +255,34 @@ fn respond(reply: Reply) -> types::Response {
 macro_rules! spin_p3_component {
     ($endpoint:path) => {
         #[::spin_sdk::http_service]
-        async fn handle(req: ::spin_sdk::http::Request) -> ::spin_sdk::wasip3::http::types::Response {
+        async fn handle(
+            req: ::spin_sdk::http::Request,
+        ) -> ::spin_sdk::wasip3::http::types::Response {
             // `$crate` does not survive the trip through a proc macro, hence `::glue`.
             ::glue::component_p3::serve(&$endpoint, req).await
+        }
+    };
+}
+
+/// Like [`spin_p3_component!`](crate::spin_p3_component), without `#[http_service]`:
+/// exports `wasi:http/handler@0.3.0` straight from spin-sdk 7's `wasip3` bindings and
+/// serves the raw request ([`serve_raw`](crate::component_p3::serve_raw)). Same answers; a smaller component (no `http`
+/// crate, no `HeaderMap`) and fewer host calls per request. `$endpoint` is resolved from
+/// a child module of the caller, so give it by crate name (`hello::ENDPOINT`).
+#[macro_export]
+macro_rules! spin_p3_service {
+    ($endpoint:path) => {
+        mod __spinbench_wasip3_http {
+            use ::spin_sdk::wasip3::http::types::{ErrorCode, Request, Response};
+
+            struct Service;
+            ::spin_sdk::wasip3::http::service::export!(Service with_types_in ::spin_sdk::wasip3);
+
+            impl ::spin_sdk::wasip3::exports::http::handler::Guest for Service {
+                async fn handle(req: Request) -> Result<Response, ErrorCode> {
+                    Ok(::glue::component_p3::serve_raw(&$endpoint, req).await)
+                }
+            }
         }
     };
 }
