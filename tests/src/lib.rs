@@ -107,6 +107,23 @@ impl Server {
             .expect("VmRSS line")
     }
 
+    /// Sends SIGTERM and waits up to `limit` for the process to exit; returns how
+    /// long it took, or `None` if it was still running (it is then killed on drop).
+    pub fn terminate(&mut self, limit: Duration) -> Option<Duration> {
+        let start = Instant::now();
+        Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill -TERM");
+        while start.elapsed() < limit {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return Some(start.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// What the server wrote to stdout and stderr so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
