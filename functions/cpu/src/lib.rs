@@ -5,7 +5,7 @@ use glue::{ApiError, Endpoint, Handler, Head, Query, Reply};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "p2"))]
 glue::spin_component!(ENDPOINT);
 
 pub const DEFAULT_MS: u64 = 1;

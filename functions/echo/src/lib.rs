@@ -9,7 +9,7 @@ use glue::{ApiError, Endpoint, Handler, Head, Reply};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "p2"))]
 glue::spin_component!(ENDPOINT);
 
 /// The largest body echo reads: a person record is a few dozen bytes.

@@ -10,7 +10,7 @@ mod error;
 mod query;
 mod reply;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "p2"))]
 pub mod component;
 #[cfg(all(target_arch = "wasm32", feature = "p3"))]
 pub mod component_p3;

@@ -2,7 +2,7 @@
 
 use glue::{ApiError, Endpoint, Handler, Head, Reply};
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "p2"))]
 glue::spin_component!(ENDPOINT);
 
 pub static ENDPOINT: Endpoint = Endpoint {

@@ -8,7 +8,7 @@ use glue::{BodySink, Endpoint, Handler, Reply};
 use serde::Serialize;
 use sha1::{Digest, Sha1};
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "p2"))]
 glue::spin_component!(ENDPOINT);
 
 pub const BLOCK_SIZE: usize = 4096;

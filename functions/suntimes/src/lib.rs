@@ -21,7 +21,7 @@ pub mod sky;
 pub mod sun;
 pub mod time_scale;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "p2"))]
 glue::spin_component!(ENDPOINT);
 
 pub use events::{Absence, Almanac, Event};
