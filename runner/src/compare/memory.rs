@@ -153,6 +153,26 @@ fn hold(addr: std::net::SocketAddr, k: usize) -> Result<Vec<TcpStream>> {
         .collect()
 }
 
+/// Fails unless every held request is still unanswered, so a figure is never
+/// computed from requests the server refused (a 503) or finished early.
+fn still_in_flight(held: &[TcpStream]) -> Result<(), String> {
+    let mut buf = [0u8; 1];
+    let answered = held
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).is_ok()
+                && !matches!(s.peek(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        })
+        .count();
+    match answered {
+        0 => Ok(()),
+        n => Err(format!(
+            "{n} of {} held requests were answered or closed before the reading",
+            held.len()
+        )),
+    }
+}
+
 /// Gives the server time to accept and start every held request.
 fn settle(k: usize) {
     std::thread::sleep(Duration::from_millis(300 + k as u64 / 2));
@@ -170,6 +190,7 @@ fn per_instance_one_server(
     let held = hold(server.addr, k).map_err(|e| format!("{e:#}"))?;
     settle(k);
     let during = procfs::memory(server.pid()).map_err(|e| format!("{e:#}"))?;
+    still_in_flight(&held)?;
     drop(held);
     Ok(Memory {
         rss_bytes: during.rss_bytes.saturating_sub(before.rss_bytes) / k as u64,
@@ -196,6 +217,7 @@ fn per_instance_processes(run: &Run, io: &Function, k: usize) -> Result<Memory, 
         total.rss_bytes += m.rss_bytes;
         total.pss_bytes += m.pss_bytes;
     }
+    still_in_flight(&held)?;
     drop(held);
     Ok(Memory {
         rss_bytes: total.rss_bytes / k as u64,
