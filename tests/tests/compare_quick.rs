@@ -1,0 +1,101 @@
+//! `spinbench compare --quick` end to end: it runs every measurement on every
+//! function, and its report has the documented shape and sane values. Its speed
+//! figures are not asserted: they belong in the report, not in a test.
+
+use e2e::{artifact, workspace_root};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::process::Command;
+
+fn run_quick_compare() -> (Value, std::path::PathBuf) {
+    let results = workspace_root().join(format!("target/e2e-results/{}", std::process::id()));
+    let output = Command::new(artifact("release/spinbench"))
+        .current_dir(workspace_root())
+        .args(["compare", "--quick", "--results-dir"])
+        .arg(&results)
+        .output()
+        .expect("spinbench compare runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "compare failed:\n{stdout}\n{stderr}");
+    let report_line = stdout
+        .lines()
+        .chain(stderr.lines())
+        .find_map(|l| l.trim().strip_prefix("report: "))
+        .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}\n{stderr}"));
+    let report_path = workspace_root().join(report_line.trim());
+    let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    (report, report_path.parent().unwrap().to_path_buf())
+}
+
+fn metrics<'a>(report: &'a Value, measurement: &str, host: &str) -> Vec<&'a Value> {
+    report["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["measurement"] == measurement && m["host"] == host)
+        .collect()
+}
+
+#[test]
+fn quick_compare_reports_every_function_on_native_and_wasm() {
+    let (report, dir) = run_quick_compare();
+    assert_eq!(report["schema"], "spinbench-report/1");
+    assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
+
+    let functions: BTreeSet<&str> = ["hello", "echo", "cpu", "io", "suntimes", "sha1"].into();
+    for measurement in ["load", "process_cold_start", "instance_cold_start", "build_and_size"] {
+        for host in ["native", "wasm"] {
+            let found: BTreeSet<&str> = metrics(&report, measurement, host)
+                .iter()
+                .filter(|m| m["skipped"].is_null())
+                .map(|m| m["function"].as_str().unwrap())
+                .collect();
+            // instance cold start has no "native" server host: its floor is native-fn.
+            if measurement == "instance_cold_start" && host == "native" {
+                continue;
+            }
+            assert_eq!(found, functions, "{measurement} on {host}");
+        }
+    }
+
+    for metric in report["metrics"].as_array().unwrap() {
+        let Some(summary) = metric["summary"].as_object() else {
+            assert!(metric["skipped"].is_string(), "neither summary nor skip reason: {metric}");
+            continue;
+        };
+        let (min, p50, max) = (&summary["min"], &summary["p50"], &summary["max"]);
+        let (min, p50, max) = (min.as_f64().unwrap(), p50.as_f64().unwrap(), max.as_f64().unwrap());
+        assert!(min >= 0.0 && min <= p50 && p50 <= max, "unordered summary: {metric}");
+    }
+
+    // Load: every request answered, and something was served.
+    for m in metrics(&report, "load", "wasm") {
+        if m["metric"] == "errors" {
+            assert_eq!(m["summary"]["p50"].as_f64(), Some(0.0), "errors under load: {m}");
+        }
+        if m["metric"] == "throughput" {
+            assert!(m["summary"]["p50"].as_f64().unwrap() > 0.0, "{m}");
+        }
+    }
+
+    // Hosts that are not installed are reported as skipped, never faked.
+    for (host, program) in [("spin", "spin"), ("wasmtime-serve", "wasmtime")] {
+        let on_path = Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !on_path {
+            let rows = metrics(&report, "load", host);
+            assert!(rows.iter().all(|m| m["skipped"].is_string()), "{host} not skipped");
+        }
+    }
+
+    assert!(!report["ratios"].as_array().unwrap().is_empty());
+    assert!(dir.join("report.md").exists());
+    let charts = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "svg"))
+        .count();
+    assert!(charts >= 3, "only {charts} SVG charts in {}", dir.display());
+}
