@@ -20,6 +20,7 @@ test: build
 build: setup
 	$(CARGO) build --release --workspace --bins
 	$(SPINBENCH) build --manifest spin.toml
+	$(SPINBENCH) build --manifest spin-p3.toml
 	$(SPINBENCH) build --manifest tests/misbehaving/spin.toml
 
 setup:

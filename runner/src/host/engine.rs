@@ -70,6 +70,8 @@ fn base_config() -> Config {
     // component model and cranelift are what Spin uses, copy-on-write memory
     // images are wasmtime's default and are kept.
     config.wasm_component_model(true);
+    // WASIp3 components (async lifts and lowers, streams, futures); unused by WASIp2 ones.
+    config.wasm_component_model_async(true);
     config.strategy(wasmtime::Strategy::Cranelift);
     config.epoch_interruption(true);
     config

@@ -77,7 +77,7 @@ impl Failure {
         }
     }
 
-    fn from_wasmtime(error: wasmtime::Error, limit: Duration) -> Self {
+    pub(super) fn from_wasmtime(error: wasmtime::Error, limit: Duration) -> Self {
         if error
             .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
             .is_some()

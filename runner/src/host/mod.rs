@@ -1,6 +1,7 @@
 //! Hosts a Spin manifest's components on wasmtime the way `spin up` does: one
 //! engine, one linker, a pre-instantiated component per manifest entry, and a
-//! fresh store and instance for every request.
+//! fresh store and instance for every request; a WASIp3 component (detected from
+//! its `wasi:http/handler@0.3` export) has its instances reused instead (`reuse`).
 //!
 //! [`Host`] is the interface: `spinbench serve` puts it behind an HTTP server
 //! ([`serve`]), and in-process measurements call [`Host::handle_timed`] directly.
@@ -11,6 +12,7 @@ mod compiled_cache;
 mod engine;
 mod invoke;
 mod reply;
+mod reuse;
 pub mod router;
 mod server;
 pub mod spin_headers;
@@ -34,6 +36,7 @@ use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use invoke::{Failure, Invocation, Limits};
 use reply::Body;
+use reuse::Handler;
 use router::{RouteMatch, Router};
 use state::RequestState;
 use std::collections::BTreeMap;
@@ -42,7 +45,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::Linker;
-use wasmtime_wasi_http::p2::bindings::ProxyPre;
 
 /// How to build a [`Host`].
 #[derive(Debug, Clone)]
@@ -99,7 +101,7 @@ pub struct Host {
     engine: Engine,
     allocation: Allocation,
     router: Router,
-    components: BTreeMap<String, ProxyPre<RequestState>>,
+    components: BTreeMap<String, Handler>,
     loads: Vec<ComponentLoad>,
     limits: Limits,
     admission: Admission,
@@ -137,6 +139,10 @@ impl Host {
         }
         engine::spawn_epoch_ticker(&engine)?;
         let linker = linker(&engine)?;
+        let limits = Limits {
+            timeout: options.request_timeout,
+            max_memory_size: options.pool.max_memory_size,
+        };
         let mut components = BTreeMap::new();
         let mut loads = Vec::new();
         for (id, component) in &manifest.component {
@@ -150,27 +156,24 @@ impl Host {
             let path = manifest.source_path(component);
             let loaded = compiled_cache::load(&engine, &path, options.cache_dir.as_deref())
                 .with_context(|| format!("loading component {id:?}"))?;
-            eprintln!(
-                "{id}: {} in {:.1?}",
-                origin_text(loaded.origin),
-                loaded.elapsed
-            );
-            let pre = linker
+            let handler = linker
                 .instantiate_pre(&loaded.component)
-                .and_then(ProxyPre::new)
+                .and_then(|pre| Handler::detect(pre, limits))
                 .map_err(anyhow::Error::from)
                 .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
-            components.insert(id.clone(), pre);
+            eprintln!(
+                "{id}: {} in {:.1?} ({})",
+                origin_text(loaded.origin),
+                loaded.elapsed,
+                handler.flavour()
+            );
+            components.insert(id.clone(), handler);
             loads.push(ComponentLoad {
                 id: id.clone(),
                 origin: loaded.origin,
                 elapsed: loaded.elapsed,
             });
         }
-        let limits = Limits {
-            timeout: options.request_timeout,
-            max_memory_size: options.pool.max_memory_size,
-        };
         Ok(Self {
             engine,
             allocation,
@@ -213,11 +216,13 @@ impl Host {
         };
         let request = with_spin_headers(request, &matched, client)
             .map(|body| LimitedBody::new(body, self.max_request_body));
-        let response =
-            match invoke::instantiate(&self.components[component], request, self.limits).await {
+        let response = match &self.components[component] {
+            Handler::Fresh(pre) => match invoke::instantiate(pre, request, self.limits).await {
                 Ok(invocation) => respond(invocation, permit).await,
                 Err(failure) => Err(failure),
-            };
+            },
+            Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
+        };
         let response = response
             .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
         (response, Some(component))
@@ -274,7 +279,7 @@ impl Host {
         component: &str,
         request: Request<Bytes>,
     ) -> Result<TimedResponse> {
-        let pre = self
+        let handler = self
             .components
             .get(component)
             .with_context(|| format!("no component {component:?} in the manifest"))?;
@@ -290,6 +295,30 @@ impl Host {
             },
         };
         let request = with_spin_headers(request.map(full_body), &matched, IN_PROCESS_CLIENT);
+        let pre = match handler {
+            Handler::Fresh(pre) => pre,
+            // A reused instance has no instantiation of its own to time: all of
+            // it counts as handling (the first request on a new instance pays
+            // for instantiating it).
+            Handler::Reused(reused) => {
+                let start = Instant::now();
+                let outcome = match reused.handle(request, None).await {
+                    Ok(response) => collect(response).await,
+                    Err(failure) => Err(failure),
+                };
+                let handle = start.elapsed();
+                return Ok(match outcome {
+                    Ok((status, headers, body)) => TimedResponse {
+                        status,
+                        headers,
+                        body,
+                        instantiate: Duration::ZERO,
+                        handle,
+                    },
+                    Err(failure) => self.failed_timed(component, failure, Duration::ZERO, handle),
+                });
+            }
+        };
         match invoke::instantiate(pre, request, self.limits).await {
             Ok(invocation) => Ok(self.complete_timed(component, invocation).await),
             Err(failure) => {
@@ -358,6 +387,9 @@ fn linker(engine: &Engine) -> Result<Linker<RequestState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)
         .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
+        // WASIp3 components import the 0.3 interfaces (and Rust std still the 0.2 ones).
+        .and_then(|()| wasmtime_wasi::p3::add_to_linker(&mut linker))
+        .and_then(|()| wasmtime_wasi_http::p3::add_to_linker(&mut linker))
         .map_err(anyhow::Error::from)
         .context("adding WASI to the linker")?;
     Ok(linker)

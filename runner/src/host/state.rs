@@ -56,6 +56,18 @@ pub fn new_store(
     store
 }
 
+/// A store for a reused (WASIp3) instance, serving many requests: the guest
+/// yields to the tokio scheduler at every epoch tick and is never interrupted
+/// by the store itself; per-request deadlines are enforced by `reuse`, which
+/// drops the whole instance when one passes.
+pub fn new_reusable_store(engine: &Engine, max_memory_size: usize) -> Store<RequestState> {
+    let mut store = Store::new(engine, RequestState::new(max_memory_size));
+    store.limiter(|state| &mut state.limits);
+    store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
+    store.set_epoch_deadline(1);
+    store
+}
+
 impl WasiView for RequestState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
