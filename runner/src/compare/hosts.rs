@@ -22,6 +22,9 @@ pub enum HostKind {
     Native,
     /// `spinbench serve`: the components on wasmtime, a fresh instance per request.
     Wasm,
+    /// `spinbench serve` of the WASIp3 flavour: instances reused (up to 128
+    /// requests, 16 at once), as `wasmtime serve` and Spin serve WASIp3.
+    WasmP3,
     /// Real Spin: `spin up`.
     Spin,
     /// `wasmtime serve -Scli`, one component per process.
@@ -29,9 +32,10 @@ pub enum HostKind {
 }
 
 impl HostKind {
-    pub const ALL: [HostKind; 4] = [
+    pub const ALL: [HostKind; 5] = [
         HostKind::Native,
         HostKind::Wasm,
+        HostKind::WasmP3,
         HostKind::Spin,
         HostKind::WasmtimeServe,
     ];
@@ -40,6 +44,7 @@ impl HostKind {
         match self {
             HostKind::Native => "native",
             HostKind::Wasm => "wasm",
+            HostKind::WasmP3 => "wasm-p3",
             HostKind::Spin => "spin",
             HostKind::WasmtimeServe => "wasmtime-serve",
         }
@@ -81,6 +86,16 @@ pub fn command(
             };
             cmd
         }
+        HostKind::WasmP3 => {
+            let mut cmd = Command::new(existing(&paths.runner)?);
+            cmd.args(["serve", "--manifest"])
+                .arg(p3_function_manifest(paths, function)?);
+            match cache {
+                Cache::Dir(dir) => cmd.arg("--cache-dir").arg(dir),
+                Cache::Off => cmd.arg("--no-cache"),
+            };
+            cmd
+        }
         HostKind::Spin => {
             existing(&paths.wasm_file(function))?;
             let mut cmd = Command::new(on_path("spin")?);
@@ -103,6 +118,27 @@ fn function_manifest(paths: &Paths, function: &Function) -> Result<PathBuf, Stri
     paths
         .function_manifest(function)
         .map_err(|e| format!("{e:#}"))
+}
+
+/// The WASIp3 build of `function` (`spinbench build --manifest spin-p3.toml`).
+pub fn p3_wasm_file(paths: &Paths, function: &Function) -> PathBuf {
+    paths
+        .root
+        .join("target/p3/wasm32-wasip2/release")
+        .join(format!("{}_p3.wasm", function.package.replace('-', "_")))
+}
+
+/// The one-function manifest of `function`, pointing at its WASIp3 build.
+pub fn p3_function_manifest(paths: &Paths, function: &Function) -> Result<PathBuf, String> {
+    let p3 = existing(&p3_wasm_file(paths, function))?;
+    let p2 = function_manifest(paths, function)?;
+    let toml = std::fs::read_to_string(&p2).map_err(|e| format!("{}: {e}", p2.display()))?;
+    let p2_source = format!("{:?}", paths.wasm_file(function).display().to_string());
+    let p3_source = format!("{:?}", p3.display().to_string());
+    let path = p2.with_extension("p3.toml");
+    std::fs::write(&path, toml.replace(&p2_source, &p3_source))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn existing(path: &Path) -> Result<PathBuf, String> {

@@ -72,26 +72,43 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
 
 fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) -> Vec<Metric> {
     let metric = |name| Metric::new(MEASUREMENT, f.name, "wasm", name, "us", Better::Lower);
-    if !run.plan.has_host(HostKind::Wasm) {
-        return vec![metric("total").skipped("host wasm not selected")];
+    let mut metrics = if !run.plan.has_host(HostKind::Wasm) {
+        vec![metric("total").skipped("host wasm not selected")]
+    } else {
+        match runtime.block_on(time_instances(run, f, false)) {
+            Ok([total, instantiate, handle]) => vec![
+                metric("total").samples(total),
+                metric("instantiate").samples(instantiate),
+                metric("handle").samples(handle),
+            ],
+            Err(e) => vec![metric("total").skipped(format!("{e:#}"))],
+        }
+    };
+    // WASIp3 reuse: a request on an already live instance (a new one every 128
+    // requests), so this is the warm figure beside wasm's cold one.
+    if run.plan.has_host(HostKind::WasmP3) {
+        let metric = Metric::new(MEASUREMENT, f.name, "wasm-p3", "total", "us", Better::Lower);
+        metrics.push(match runtime.block_on(time_instances(run, f, true)) {
+            Ok([total, _, _]) => metric.samples(total),
+            Err(e) => metric.skipped(format!("{e:#}")),
+        });
     }
-    match runtime.block_on(time_instances(run, f)) {
-        Ok([total, instantiate, handle]) => vec![
-            metric("total").samples(total),
-            metric("instantiate").samples(instantiate),
-            metric("handle").samples(handle),
-        ],
-        Err(e) => vec![metric("total").skipped(format!("{e:#}"))],
-    }
+    metrics
 }
 
-/// [total, instantiate, handle] in µs for `samples` fresh instances.
-async fn time_instances(run: &Run, f: &Function) -> Result<[Vec<f64>; 3]> {
+/// [total, instantiate, handle] in µs for `samples` fresh instances (or, `p3`,
+/// requests on reused WASIp3 instances).
+async fn time_instances(run: &Run, f: &Function, p3: bool) -> Result<[Vec<f64>; 3]> {
     let wasm = run.paths.wasm_file(f);
     if !wasm.is_file() {
         bail!("{} not found (build it first)", wasm.display());
     }
-    let manifest = Manifest::load(&run.paths.function_manifest(f)?)?;
+    let manifest = if p3 {
+        super::hosts::p3_function_manifest(&run.paths, f).map_err(anyhow::Error::msg)?
+    } else {
+        run.paths.function_manifest(f)?
+    };
+    let manifest = Manifest::load(&manifest)?;
     let options = HostOptions {
         cache_dir: Some(run.paths.cache_dir()),
         ..HostOptions::default()

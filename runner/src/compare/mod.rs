@@ -35,8 +35,8 @@ pub struct CompareArgs {
     /// Functions to measure (comma-separated): hello, echo, cpu, io, suntimes, sha1.
     #[arg(long, value_delimiter = ',', default_values = ["hello", "echo", "cpu", "io", "suntimes", "sha1"])]
     pub functions: Vec<String>,
-    /// Hosts to compare (comma-separated): native, wasm, spin, wasmtime-serve. Absent ones are skipped.
-    #[arg(long, value_delimiter = ',', default_values = ["native", "wasm", "spin", "wasmtime-serve"])]
+    /// Hosts to compare (comma-separated): native, wasm, wasm-p3, spin, wasmtime-serve. Absent ones are skipped.
+    #[arg(long, value_delimiter = ',', default_values = ["native", "wasm", "wasm-p3", "spin", "wasmtime-serve"])]
     pub hosts: Vec<String>,
     /// Measurements to run (comma-separated): build_and_size, instance_cold_start, process_cold_start, memory, load.
     #[arg(long, value_delimiter = ',', default_values = MEASUREMENTS)]
