@@ -184,37 +184,7 @@ impl Answer {
 
 /// One request over a fresh connection; 4xx and 5xx are answers, not errors.
 pub fn send(method: &str, url: &str, content_type: Option<&str>, body: &[u8]) -> Answer {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .allow_non_standard_methods(true)
-        .timeout_global(Some(Duration::from_secs(60)))
-        .build()
-        .into();
-    let mut request = ureq::http::Request::builder().method(method).uri(url);
-    if let Some(content_type) = content_type {
-        request = request.header("content-type", content_type);
-    }
-    let request = request.body(body.to_vec()).expect("valid request");
-    let mut response = agent
-        .run(request)
-        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let body = response
-        .body_mut()
-        .with_config()
-        .limit(64 * 1024 * 1024)
-        .read_to_vec()
-        .unwrap_or_else(|e| panic!("{method} {url}: reading body: {e}"));
-    Answer {
-        status: response.status().as_u16(),
-        content_type,
-        body,
-    }
+    send_with_headers(method, url, content_type, body).0
 }
 
 /// Like [`send`], also returning the response headers (names lower-case).
