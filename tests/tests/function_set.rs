@@ -62,6 +62,8 @@ fn cases() -> Vec<Case> {
         json("POST", br#"{"FirstName":"J","LastName":"D","Age":NaN}"#, 400),
         json("POST", br#"{"FirstName":"J","LastName":"D","Age":3"#, 400),
         json("POST", b"{\"FirstName\":\"\xc3\x28\",\"LastName\":\"D\",\"Age\":3}", 400),
+        // As deep as serde_json goes (128 levels): the guest's small stack must hold it.
+        json("POST", deepest_json_field().as_bytes(), 200),
         json("POST", b"", 400),
         json("POST", b"null", 400),
         json("POST", &vec![b' '; 65 * 1024], 413),
@@ -104,6 +106,16 @@ fn cases() -> Vec<Case> {
         sha1(patterned, 200),
         case("sha1", "GET", "/sha1", 405),
     ]
+}
+
+/// A valid person with an extra field nested 126 objects deep, the most serde_json
+/// parses (its recursion limit is 128, counting the outer object).
+fn deepest_json_field() -> String {
+    format!(
+        r#"{{"FirstName":"J","LastName":"D","Age":1,"deep":{}1{}}}"#,
+        r#"{"a":"#.repeat(126),
+        "}".repeat(126)
+    )
 }
 
 fn describe(case: &Case) -> String {
