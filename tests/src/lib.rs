@@ -61,7 +61,11 @@ impl Server {
 
     /// `<name>-native`, built natively in release mode.
     pub fn native(function: &str) -> Server {
-        Server::start(function, &artifact(&format!("release/{function}-native")), &[])
+        Server::start(
+            function,
+            &artifact(&format!("release/{function}-native")),
+            &[],
+        )
     }
 
     /// `spinbench serve` over the repo's spin.toml, with its own compiled-code cache.
@@ -136,7 +140,10 @@ impl Server {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("server exited with {status} before accepting:\n{}", self.log());
+                panic!(
+                    "server exited with {status} before accepting:\n{}",
+                    self.log()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -325,8 +332,8 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
     let mut body = Vec::new();
     while let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") {
         let size_field = String::from_utf8_lossy(&data[..line_end]);
-        let size = usize::from_str_radix(size_field.split(';').next().unwrap().trim(), 16)
-            .unwrap_or(0);
+        let size =
+            usize::from_str_radix(size_field.split(';').next().unwrap().trim(), 16).unwrap_or(0);
         data = &data[line_end + 2..];
         if size == 0 || data.len() < size {
             break;
@@ -343,7 +350,8 @@ mod tests {
 
     #[test]
     fn parses_plain_and_chunked_responses() {
-        let plain = parse_response(b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n\r\n{}");
+        let plain =
+            parse_response(b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n\r\n{}");
         assert_eq!((plain.status, plain.body.as_slice()), (404, &b"{}"[..]));
         let chunked = parse_response(
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n5\r\nHello\r\n3\r\n!!!\r\n0\r\n\r\n",

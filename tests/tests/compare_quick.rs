@@ -17,7 +17,10 @@ fn run_quick_compare() -> (Value, std::path::PathBuf) {
         .expect("spinbench compare runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "compare failed:\n{stdout}\n{stderr}");
+    assert!(
+        output.status.success(),
+        "compare failed:\n{stdout}\n{stderr}"
+    );
     let report_line = stdout
         .lines()
         .chain(stderr.lines())
@@ -44,7 +47,12 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
     assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
 
     let functions: BTreeSet<&str> = ["hello", "echo", "cpu", "io", "suntimes", "sha1"].into();
-    for measurement in ["load", "process_cold_start", "instance_cold_start", "build_and_size"] {
+    for measurement in [
+        "load",
+        "process_cold_start",
+        "instance_cold_start",
+        "build_and_size",
+    ] {
         for host in ["native", "wasm"] {
             let found: BTreeSet<&str> = metrics(&report, measurement, host)
                 .iter()
@@ -61,18 +69,32 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
 
     for metric in report["metrics"].as_array().unwrap() {
         let Some(summary) = metric["summary"].as_object() else {
-            assert!(metric["skipped"].is_string(), "neither summary nor skip reason: {metric}");
+            assert!(
+                metric["skipped"].is_string(),
+                "neither summary nor skip reason: {metric}"
+            );
             continue;
         };
         let (min, p50, max) = (&summary["min"], &summary["p50"], &summary["max"]);
-        let (min, p50, max) = (min.as_f64().unwrap(), p50.as_f64().unwrap(), max.as_f64().unwrap());
-        assert!(min >= 0.0 && min <= p50 && p50 <= max, "unordered summary: {metric}");
+        let (min, p50, max) = (
+            min.as_f64().unwrap(),
+            p50.as_f64().unwrap(),
+            max.as_f64().unwrap(),
+        );
+        assert!(
+            min >= 0.0 && min <= p50 && p50 <= max,
+            "unordered summary: {metric}"
+        );
     }
 
     // Load: every request answered, and something was served.
     for m in metrics(&report, "load", "wasm") {
         if m["metric"] == "errors" {
-            assert_eq!(m["summary"]["p50"].as_f64(), Some(0.0), "errors under load: {m}");
+            assert_eq!(
+                m["summary"]["p50"].as_f64(),
+                Some(0.0),
+                "errors under load: {m}"
+            );
         }
         if m["metric"] == "throughput" {
             assert!(m["summary"]["p50"].as_f64().unwrap() > 0.0, "{m}");
@@ -87,7 +109,10 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
             .is_ok_and(|o| o.status.success());
         if !on_path {
             let rows = metrics(&report, "load", host);
-            assert!(rows.iter().all(|m| m["skipped"].is_string()), "{host} not skipped");
+            assert!(
+                rows.iter().all(|m| m["skipped"].is_string()),
+                "{host} not skipped"
+            );
         }
     }
 
@@ -95,7 +120,13 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
     assert!(dir.join("report.md").exists());
     let charts = std::fs::read_dir(&dir)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "svg"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "svg")
+        })
         .count();
     assert!(charts >= 3, "only {charts} SVG charts in {}", dir.display());
 }

@@ -53,15 +53,39 @@ fn cases() -> Vec<Case> {
         case("hello", "GET", "/", 404),
         case("hello", "GET", "/no-such-route", 404),
         json("POST", seed, 200),
-        json("POST", br#"{"firstName":"Ana","lastName":"Li","age":-20}"#, 200),
+        json(
+            "POST",
+            br#"{"firstName":"Ana","lastName":"Li","age":-20}"#,
+            200,
+        ),
         json("POST", br#"{"LastName":"Doe","Age":33}"#, 400),
         json("POST", br#"{"FirstName":7,"LastName":"Doe","Age":33}"#, 400),
-        json("POST", br#"{"FirstName":"J","LastName":"D","Age":"33"}"#, 400),
-        json("POST", br#"{"FirstName":"J","LastName":"D","Age":2147483640}"#, 400),
-        json("POST", br#"{"FirstName":"J","LastName":"D","Age":1e400}"#, 400),
-        json("POST", br#"{"FirstName":"J","LastName":"D","Age":NaN}"#, 400),
+        json(
+            "POST",
+            br#"{"FirstName":"J","LastName":"D","Age":"33"}"#,
+            400,
+        ),
+        json(
+            "POST",
+            br#"{"FirstName":"J","LastName":"D","Age":2147483640}"#,
+            400,
+        ),
+        json(
+            "POST",
+            br#"{"FirstName":"J","LastName":"D","Age":1e400}"#,
+            400,
+        ),
+        json(
+            "POST",
+            br#"{"FirstName":"J","LastName":"D","Age":NaN}"#,
+            400,
+        ),
         json("POST", br#"{"FirstName":"J","LastName":"D","Age":3"#, 400),
-        json("POST", b"{\"FirstName\":\"\xc3\x28\",\"LastName\":\"D\",\"Age\":3}", 400),
+        json(
+            "POST",
+            b"{\"FirstName\":\"\xc3\x28\",\"LastName\":\"D\",\"Age\":3}",
+            400,
+        ),
         // As deep as serde_json goes (128 levels): the guest's small stack must hold it.
         json("POST", deepest_json_field().as_bytes(), 200),
         json("POST", b"", 400),
@@ -88,17 +112,47 @@ fn cases() -> Vec<Case> {
         case("io", "GET", "/io?ms=%FF", 400),
         case("io", "DELETE", "/io", 405),
         case("suntimes", "GET", LONDON, 200),
-        case("suntimes", "GET", "/suntimes?lat=78.22&lon=15.65&date=2024-06-21&tz=Arctic/Longyearbyen", 200),
-        case("suntimes", "GET", "/suntimes?lat=-33.87&lon=151.21&date=2024-12-21&tz=%2B10:00", 200),
+        case(
+            "suntimes",
+            "GET",
+            "/suntimes?lat=78.22&lon=15.65&date=2024-06-21&tz=Arctic/Longyearbyen",
+            200,
+        ),
+        case(
+            "suntimes",
+            "GET",
+            "/suntimes?lat=-33.87&lon=151.21&date=2024-12-21&tz=%2B10:00",
+            200,
+        ),
         case("suntimes", "GET", "/suntimes?lon=-0.12", 400),
         case("suntimes", "GET", "/suntimes?lat=NaN&lon=0", 400),
         case("suntimes", "GET", "/suntimes?lat=inf&lon=0", 400),
         case("suntimes", "GET", "/suntimes?lat=91&lon=0", 400),
         case("suntimes", "GET", "/suntimes?lat=0&lon=-181", 400),
-        case("suntimes", "GET", "/suntimes?lat=0&lon=0&date=2024-02-30", 400),
-        case("suntimes", "GET", "/suntimes?lat=0&lon=0&date=1899-12-31", 400),
-        case("suntimes", "GET", "/suntimes?lat=0&lon=0&date=yesterday", 400),
-        case("suntimes", "GET", "/suntimes?lat=0&lon=0&tz=Mars/Olympus_Mons", 400),
+        case(
+            "suntimes",
+            "GET",
+            "/suntimes?lat=0&lon=0&date=2024-02-30",
+            400,
+        ),
+        case(
+            "suntimes",
+            "GET",
+            "/suntimes?lat=0&lon=0&date=1899-12-31",
+            400,
+        ),
+        case(
+            "suntimes",
+            "GET",
+            "/suntimes?lat=0&lon=0&date=yesterday",
+            400,
+        ),
+        case(
+            "suntimes",
+            "GET",
+            "/suntimes?lat=0&lon=0&tz=Mars/Olympus_Mons",
+            400,
+        ),
         case("suntimes", "GET", "/suntimes?lat=0&lon=0&tz=%2B25:00", 400),
         case("suntimes", "POST", LONDON, 405),
         sha1(b"abc".to_vec(), 200),
@@ -119,11 +173,21 @@ fn deepest_json_field() -> String {
 }
 
 fn describe(case: &Case) -> String {
-    format!("{} {} ({} body bytes)", case.method, case.target, case.body.len())
+    format!(
+        "{} {} ({} body bytes)",
+        case.method,
+        case.target,
+        case.body.len()
+    )
 }
 
 fn ask(server: &Server, case: &Case) -> Answer {
-    send(case.method, &server.url(&case.target), case.content_type, &case.body)
+    send(
+        case.method,
+        &server.url(&case.target),
+        case.content_type,
+        &case.body,
+    )
 }
 
 #[test]
@@ -136,12 +200,20 @@ fn components_and_natives_give_identical_answers() {
         let from_wasm = ask(&runner, &case);
         let from_native = ask(native(case.function), &case);
         let what = describe(&case);
-        assert_eq!(from_wasm.status, case.expect, "wasm: {what}: {}", from_wasm.text());
+        assert_eq!(
+            from_wasm.status,
+            case.expect,
+            "wasm: {what}: {}",
+            from_wasm.text()
+        );
         assert_eq!(from_native, from_wasm, "native vs wasm: {what}");
         if from_wasm.status >= 400 {
             assert_eq!(from_wasm.content_type, "application/json", "{what}");
             let error = from_wasm.json()["error"].clone();
-            assert!(error.as_str().is_some_and(|e| !e.is_empty()), "{what}: {error}");
+            assert!(
+                error.as_str().is_some_and(|e| !e.is_empty()),
+                "{what}: {error}"
+            );
         }
     }
 }
@@ -150,15 +222,27 @@ fn components_and_natives_give_identical_answers() {
 fn endpoints_answer_what_the_contract_says() {
     let runner = Server::runner(&[]);
     let hello = e2e::get(&runner.url("/hello"));
-    assert_eq!((hello.status, hello.text().as_str()), (200, "Hello, World!"));
+    assert_eq!(
+        (hello.status, hello.text().as_str()),
+        (200, "Hello, World!")
+    );
     assert!(hello.content_type.starts_with("text/plain"));
 
     let seed = br#"{"FirstName":"John","LastName":"Doe","Age":33}"#;
     let echo = send("POST", &runner.url("/echo"), Some("application/json"), seed);
-    assert_eq!(echo.text(), r#"{"firstName":"Johnx","lastName":"Doex","age":43}"#);
+    assert_eq!(
+        echo.text(),
+        r#"{"firstName":"Johnx","lastName":"Doex","age":43}"#
+    );
 
-    assert_eq!(e2e::get(&runner.url("/cpu?ms=3")).text(), r#"{"status":"ok","ms":3}"#);
-    assert_eq!(e2e::get(&runner.url("/io?ms=3")).text(), r#"{"status":"ok","ms":3}"#);
+    assert_eq!(
+        e2e::get(&runner.url("/cpu?ms=3")).text(),
+        r#"{"status":"ok","ms":3}"#
+    );
+    assert_eq!(
+        e2e::get(&runner.url("/io?ms=3")).text(),
+        r#"{"status":"ok","ms":3}"#
+    );
 
     let hashes = send("POST", &runner.url("/sha1"), None, &[7u8; 4096 * 2 + 1]).json();
     assert_eq!(hashes["bytes"], 8193);
@@ -183,7 +267,11 @@ fn io_waits_are_concurrent_not_serialized() {
         assert_eq!(wait.join().unwrap(), 200);
     }
     // 50 sequential waits would take 25 s; concurrent ones take ~0.5 s.
-    assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 /// Bodies larger than a limit are refused with a 413 whether their length is
@@ -193,11 +281,19 @@ fn oversized_bodies_are_413_on_both_hosts() {
     let runner = Server::runner(&[]);
     let sha1_native = Server::native("sha1");
     let declared = |target: &str, len: usize| {
-        format!("POST {target} HTTP/1.1\r\nhost: x\r\ncontent-length: {len}\r\nconnection: close\r\n\r\n")
+        format!(
+            "POST {target} HTTP/1.1\r\nhost: x\r\ncontent-length: {len}\r\nconnection: close\r\n\r\n"
+        )
     };
-    let chunked = "POST /sha1 HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    let chunked =
+        "POST /sha1 HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
     for server in [&runner, &sha1_native] {
-        let lying = raw_exchange(server.addr, declared("/sha1", 65 << 20).as_bytes(), 1 << 20, false);
+        let lying = raw_exchange(
+            server.addr,
+            declared("/sha1", 65 << 20).as_bytes(),
+            1 << 20,
+            false,
+        );
         assert_eq!(lying.status, 413, "{}", lying.text());
         let streamed = raw_exchange(server.addr, chunked.as_bytes(), 65 << 20, true);
         assert_eq!(streamed.status, 413, "{}", streamed.text());

@@ -184,12 +184,21 @@ fn suntimes_query() -> impl Strategy<Value = String> {
         Just("Asia/Kathmandu".to_string()),
         Just("Antarctica/Troll".to_string()),
         Just("UTC".to_string()),
-        (-30i32..30, 0u8..70).prop_map(|(h, m)| format!("{}{:02}:{m:02}", if h < 0 { "-" } else { "%2B" }, h.abs())),
+        (-30i32..30, 0u8..70).prop_map(|(h, m)| format!(
+            "{}{:02}:{m:02}",
+            if h < 0 { "-" } else { "%2B" },
+            h.abs()
+        )),
         "[A-Za-z_/+-]{0,25}",
         "\\PC{0,12}",
     ];
-    (number.clone(), number, prop::option::of(date), prop::option::of(tz)).prop_map(
-        |(lat, lon, date, tz)| {
+    (
+        number.clone(),
+        number,
+        prop::option::of(date),
+        prop::option::of(tz),
+    )
+        .prop_map(|(lat, lon, date, tz)| {
             let mut query = format!("lat={lat}&lon={lon}");
             if let Some(date) = date {
                 query += &format!("&date={date}");
@@ -198,8 +207,7 @@ fn suntimes_query() -> impl Strategy<Value = String> {
                 query += &format!("&tz={tz}");
             }
             query
-        },
-    )
+        })
 }
 
 proptest! {

@@ -71,14 +71,22 @@ fn misbehaviours_are_contained_and_hello_keeps_answering() {
         let error = bad.json()["error"].as_str().unwrap_or_default().to_string();
         assert!(error.contains(says), "{path}: {error}");
         assert!(hellos >= 3, "{path}: only {hellos} hellos answered");
-        assert!(server.is_alive(), "{path} took the runner down:\n{}", server.log());
+        assert!(
+            server.is_alive(),
+            "{path} took the runner down:\n{}",
+            server.log()
+        );
         assert_hello(&get(&server.url("/hello")), &format!("after {path}"));
         eprintln!("{path}: {status} in {took:.1?}, {hellos} hellos meanwhile");
     }
     // The loop is cut at the deadline, not later.
     let start = Instant::now();
     assert_eq!(get(&server.url("/misbehave/loop")).status, 504);
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
     assert!(server.is_alive());
 }
 
@@ -86,22 +94,30 @@ fn misbehaviours_are_contained_and_hello_keeps_answering() {
 #[test]
 fn concurrent_misbehaviours_leave_hello_alone() {
     let mut server = runner();
-    let bad: Vec<_> = ["trap", "hog", "stack", "huge", "loop", "trap", "hog", "stack"]
-        .into_iter()
-        .map(|what| {
-            let url = server.url(&format!("/misbehave/{what}"));
-            std::thread::spawn(move || get(&url).status)
-        })
-        .collect();
+    let bad: Vec<_> = [
+        "trap", "hog", "stack", "huge", "loop", "trap", "hog", "stack",
+    ]
+    .into_iter()
+    .map(|what| {
+        let url = server.url(&format!("/misbehave/{what}"));
+        std::thread::spawn(move || get(&url).status)
+    })
+    .collect();
     for _ in 0..50 {
-        assert_hello(&get(&server.url("/hello")), "among concurrent misbehaviours");
+        assert_hello(
+            &get(&server.url("/hello")),
+            "among concurrent misbehaviours",
+        );
     }
     for status in bad {
         let status = status.join().unwrap();
         assert!([500, 504].contains(&status), "{status}");
     }
     assert!(server.is_alive());
-    assert_hello(&get(&server.url("/hello")), "after concurrent misbehaviours");
+    assert_hello(
+        &get(&server.url("/hello")),
+        "after concurrent misbehaviours",
+    );
 }
 
 #[test]

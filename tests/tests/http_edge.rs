@@ -48,16 +48,23 @@ fn oversized_heads_and_bodies_are_refused() {
 
     // A declared body over --max-request-body: the runner's own 413, JSON, before
     // any instance exists (hello would ignore the body).
-    let head = "POST /hello HTTP/1.1\r\nhost: x\r\ncontent-length: 2000000\r\nconnection: close\r\n\r\n";
+    let head =
+        "POST /hello HTTP/1.1\r\nhost: x\r\ncontent-length: 2000000\r\nconnection: close\r\n\r\n";
     let answer = raw_exchange(server.addr, head.as_bytes(), 0, false);
     assert_eq!(answer.status, 413, "{}", answer.text());
     assert!(answer.json()["error"].as_str().unwrap().contains("1000000"));
 
     // A chunked body growing past it: the component sees its body end in an
     // error; the answer is a 4xx (sha1's own 64 MiB limit is not reached).
-    let head = "POST /sha1 HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    let head =
+        "POST /sha1 HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
     let answer = raw_exchange(server.addr, head.as_bytes(), 2_000_000, true);
-    assert!((400..500).contains(&answer.status), "{} {}", answer.status, answer.text());
+    assert!(
+        (400..500).contains(&answer.status),
+        "{} {}",
+        answer.status,
+        answer.text()
+    );
 
     assert_eq!(get(&server.url("/hello")).status, 200);
 }
@@ -67,16 +74,24 @@ fn slow_heads_and_idle_connections_are_closed() {
     let server = runner();
     // Slowloris: half a request head, then silence.
     let mut slow = TcpStream::connect(server.addr).unwrap();
-    slow.write_all(b"GET /hello HTTP/1.1\r\nhost: x\r\n").unwrap();
+    slow.write_all(b"GET /hello HTTP/1.1\r\nhost: x\r\n")
+        .unwrap();
     let (_, took) = read_until_closed(&mut slow);
-    assert!(took < Duration::from_secs(4), "slow head kept open {took:?}");
+    assert!(
+        took < Duration::from_secs(4),
+        "slow head kept open {took:?}"
+    );
 
     // Idle keep-alive: one full exchange, then nothing.
     let mut idle = TcpStream::connect(server.addr).unwrap();
-    idle.write_all(b"GET /hello HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    idle.write_all(b"GET /hello HTTP/1.1\r\nhost: x\r\n\r\n")
+        .unwrap();
     let (data, took) = read_until_closed(&mut idle);
     assert!(String::from_utf8_lossy(&data).contains("Hello, World!"));
-    assert!(took < Duration::from_secs(4), "idle connection kept open {took:?}");
+    assert!(
+        took < Duration::from_secs(4),
+        "idle connection kept open {took:?}"
+    );
     assert_eq!(get(&server.url("/hello")).status, 200);
 }
 
@@ -87,20 +102,33 @@ fn sigterm_finishes_in_flight_requests_within_the_grace_period() {
     let url = server.url("/io?ms=1500");
     let in_flight = std::thread::spawn(move || get(&url));
     std::thread::sleep(Duration::from_millis(300));
-    let took = server.terminate(Duration::from_secs(8)).expect("runner exits");
+    let took = server
+        .terminate(Duration::from_secs(8))
+        .expect("runner exits");
     let answer = in_flight.join().unwrap();
     assert_eq!(answer.status, 200, "{}", answer.text());
-    assert!(took >= Duration::from_millis(900), "exited before the request finished: {took:?}");
+    assert!(
+        took >= Duration::from_millis(900),
+        "exited before the request finished: {took:?}"
+    );
 
     // One longer than the grace period is cut off at the bound.
     let mut server = Server::runner(&["--shutdown-grace", "1"]);
     let addr = server.addr;
     let stuck = std::thread::spawn(move || {
-        raw_exchange_or_nothing(addr, b"GET /io?ms=20000 HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        raw_exchange_or_nothing(
+            addr,
+            b"GET /io?ms=20000 HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        )
     });
     std::thread::sleep(Duration::from_millis(300));
-    let took = server.terminate(Duration::from_secs(5)).expect("runner exits");
-    assert!(took < Duration::from_secs(3), "grace bound exceeded: {took:?}");
+    let took = server
+        .terminate(Duration::from_secs(5))
+        .expect("runner exits");
+    assert!(
+        took < Duration::from_secs(3),
+        "grace bound exceeded: {took:?}"
+    );
     let _ = stuck.join();
 }
 

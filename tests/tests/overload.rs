@@ -73,7 +73,11 @@ fn overload_is_answered_with_503s_and_memory_returns_to_idle() {
         let outcomes = burst(&server);
         peak = peak.max(server.rss_kib());
         check_round(&outcomes, round);
-        assert!(server.is_alive(), "runner died under overload:\n{}", server.log());
+        assert!(
+            server.is_alive(),
+            "runner died under overload:\n{}",
+            server.log()
+        );
     }
     check_round(&first, 99);
 
@@ -102,7 +106,10 @@ fn check_round(outcomes: &[Outcome], round: usize) {
         .map(|o| o.status)
         .filter(|s| ![200, 503].contains(s))
         .collect();
-    assert!(other.is_empty(), "round {round}: unexpected statuses {other:?}");
+    assert!(
+        other.is_empty(),
+        "round {round}: unexpected statuses {other:?}"
+    );
     for o in &busy {
         assert_eq!(o.retry_after.as_deref(), Some("1"), "round {round}");
         assert!(
@@ -114,11 +121,17 @@ fn check_round(outcomes: &[Outcome], round: usize) {
     // The cap holds: 8 at a time for 500 ms each, queued ones waiting at most
     // 1 s, fits about 8 + 16 (+ slack for a slow start) 200s in a burst.
     assert!(ok >= MAX_CONCURRENT, "round {round}: only {ok} succeeded");
-    assert!(ok <= 5 * MAX_CONCURRENT, "round {round}: {ok} succeeded, the cap leaks");
+    assert!(
+        ok <= 5 * MAX_CONCURRENT,
+        "round {round}: {ok} succeeded, the cap leaks"
+    );
     // Past the bounded queue, refusals are immediate; the queue's come after its
     // timeout. How many arrive while the queue is full depends on how fast the
     // client threads start, so only half of the ideal count is required.
-    let immediate = busy.iter().filter(|o| o.took < Duration::from_millis(900)).count();
+    let immediate = busy
+        .iter()
+        .filter(|o| o.took < Duration::from_millis(900))
+        .count();
     assert!(
         immediate >= (CLIENTS - MAX_CONCURRENT - MAX_QUEUED) / 2,
         "round {round}: only {immediate} immediate 503s"

@@ -28,28 +28,48 @@ fn soak_duration() -> Duration {
 fn mixed_request(addr: SocketAddr, i: u64) -> (u16, u16, &'static str) {
     let person = br#"{"FirstName":"John","LastName":"Doe","Age":33}"#;
     let block: Vec<u8> = (0..20_000u32).map(|b| b as u8).collect();
-    let (what, method, target, content_type, body, expect): (_, _, _, _, &[u8], _) = match if i % 20 == 19 { 9 } else { i % 20 % 9 } {
-        0 => ("hello", "GET", "/hello", None, b"", 200),
-        1 => ("echo", "POST", "/echo", Some("application/json"), person, 200),
-        2 => ("cpu", "GET", "/cpu?ms=2", None, b"", 200),
-        3 => ("io", "GET", "/io?ms=20", None, b"", 200),
-        4 => (
-            "suntimes",
-            "GET",
-            "/suntimes?lat=51.5&lon=-0.12&date=2024-06-21&tz=Europe/London",
-            None,
-            b"",
-            200,
-        ),
-        5 => ("sha1", "POST", "/sha1", None, &block, 200),
-        6 => ("echo 400", "POST", "/echo", Some("application/json"), b"{", 400),
-        7 => ("cpu 400", "GET", "/cpu?ms=-1", None, b"", 400),
-        8 => ("404", "GET", "/nowhere", None, b"", 404),
-        // Past the deadline: a parked guest, and every other time a busy one.
-        _ if i / 20 % 2 == 0 => ("io timeout", "GET", "/io?ms=5000", None, b"", 504),
-        _ => ("cpu timeout", "GET", "/cpu?ms=5000", None, b"", 504),
-    };
-    let answer = send(method, &format!("http://{addr}{target}"), content_type, body);
+    let (what, method, target, content_type, body, expect): (_, _, _, _, &[u8], _) =
+        match if i % 20 == 19 { 9 } else { i % 20 % 9 } {
+            0 => ("hello", "GET", "/hello", None, b"", 200),
+            1 => (
+                "echo",
+                "POST",
+                "/echo",
+                Some("application/json"),
+                person,
+                200,
+            ),
+            2 => ("cpu", "GET", "/cpu?ms=2", None, b"", 200),
+            3 => ("io", "GET", "/io?ms=20", None, b"", 200),
+            4 => (
+                "suntimes",
+                "GET",
+                "/suntimes?lat=51.5&lon=-0.12&date=2024-06-21&tz=Europe/London",
+                None,
+                b"",
+                200,
+            ),
+            5 => ("sha1", "POST", "/sha1", None, &block, 200),
+            6 => (
+                "echo 400",
+                "POST",
+                "/echo",
+                Some("application/json"),
+                b"{",
+                400,
+            ),
+            7 => ("cpu 400", "GET", "/cpu?ms=-1", None, b"", 400),
+            8 => ("404", "GET", "/nowhere", None, b"", 404),
+            // Past the deadline: a parked guest, and every other time a busy one.
+            _ if (i / 20).is_multiple_of(2) => ("io timeout", "GET", "/io?ms=5000", None, b"", 504),
+            _ => ("cpu timeout", "GET", "/cpu?ms=5000", None, b"", 504),
+        };
+    let answer = send(
+        method,
+        &format!("http://{addr}{target}"),
+        content_type,
+        body,
+    );
     (answer.status, expect, what)
 }
 
@@ -103,7 +123,12 @@ fn rss_stays_flat_under_a_mixed_load() {
         .find(|(t, _)| *t >= warm_up)
         .expect("samples after warm-up")
         .1;
-    let peak = samples.iter().filter(|(t, _)| *t >= warm_up).map(|s| s.1).max().unwrap();
+    let peak = samples
+        .iter()
+        .filter(|(t, _)| *t >= warm_up)
+        .map(|s| s.1)
+        .max()
+        .unwrap();
     let first = samples[0].1;
     let requests = sent.load(Ordering::Relaxed);
     eprintln!(

@@ -66,7 +66,13 @@ mod tests {
 
     #[test]
     fn bad_ms_is_a_400_naming_it() {
-        for query in ["ms=-1", "ms=10001", "ms=abc", "ms=1.5", "ms=99999999999999999999999"] {
+        for query in [
+            "ms=-1",
+            "ms=10001",
+            "ms=abc",
+            "ms=1.5",
+            "ms=99999999999999999999999",
+        ] {
             let err = cpu(&head(query)).unwrap_err();
             assert_eq!(err.status, 400, "{query}");
             assert!(err.message.contains("ms"), "{query}");

@@ -58,7 +58,12 @@ fn check_content_type(content_type: Option<&str>) -> Result<(), ApiError> {
     let Some(value) = content_type else {
         return Ok(());
     };
-    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if essence == "application/json" || essence.ends_with("+json") {
         Ok(())
     } else {
@@ -141,7 +146,10 @@ mod tests {
         let reply = run(r#"{"FirstName":"John","LastName":"Doe","Age":33}"#).unwrap();
         assert_eq!(reply.status, 200);
         assert_eq!(reply.content_type, "application/json");
-        assert_eq!(reply.body, br#"{"firstName":"Johnx","lastName":"Doex","age":43}"#);
+        assert_eq!(
+            reply.body,
+            br#"{"firstName":"Johnx","lastName":"Doex","age":43}"#
+        );
     }
 
     #[test]
@@ -157,9 +165,15 @@ mod tests {
             (r#"{"FirstName":1,"LastName":"Doe","Age":33}"#, "FirstName"),
             (r#"{"FirstName":"J","LastName":"Doe","Age":"33"}"#, "Age"),
             (r#"{"FirstName":"J","LastName":"Doe","Age":33.5}"#, "Age"),
-            (r#"{"FirstName":"J","LastName":"Doe","Age":2147483647}"#, "Age"),
+            (
+                r#"{"FirstName":"J","LastName":"Doe","Age":2147483647}"#,
+                "Age",
+            ),
             (r#"{"FirstName":"J","LastName":"Doe","Age":1e40}"#, "Age"),
-            (r#"{"FirstName":"J","firstname":"K","LastName":"Doe","Age":1}"#, "FirstName"),
+            (
+                r#"{"FirstName":"J","firstname":"K","LastName":"Doe","Age":1}"#,
+                "FirstName",
+            ),
             (r#"{"FirstName":"J","LastName":"Doe","Age":1"#, "JSON"),
             (r#"[1,2]"#, "object"),
             ("", "JSON"),

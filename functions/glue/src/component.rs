@@ -92,8 +92,14 @@ async fn send(reply: Reply, out: ResponseOutparam) {
     // A declared length lets the host frame the response plainly instead of chunked,
     // as the native server does.
     let mut headers = vec![
-        ("content-type".to_string(), reply.content_type.as_bytes().to_vec()),
-        ("content-length".to_string(), reply.body.len().to_string().into_bytes()),
+        (
+            "content-type".to_string(),
+            reply.content_type.as_bytes().to_vec(),
+        ),
+        (
+            "content-length".to_string(),
+            reply.body.len().to_string().into_bytes(),
+        ),
     ];
     headers.extend(
         reply

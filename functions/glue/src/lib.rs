@@ -83,10 +83,10 @@ impl Endpoint {
                 self.methods,
             ));
         }
-        if let (Some(declared), Some(limit)) = (head.content_length, self.body_limit()) {
-            if declared > limit {
-                return Err(ApiError::body_too_large(limit));
-            }
+        if let (Some(declared), Some(limit)) = (head.content_length, self.body_limit())
+            && declared > limit
+        {
+            return Err(ApiError::body_too_large(limit));
         }
         Ok(())
     }

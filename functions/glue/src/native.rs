@@ -59,7 +59,11 @@ fn run(endpoint: &'static Endpoint, addr: SocketAddr) -> std::io::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let listener = TcpListener::bind(addr).await?;
-        eprintln!("serving {} on http://{}", endpoint.route, listener.local_addr()?);
+        eprintln!(
+            "serving {} on http://{}",
+            endpoint.route,
+            listener.local_addr()?
+        );
         tokio::select! {
             result = accept_loop(endpoint, listener) => result,
             _ = shutdown_signal() => Ok(()),
@@ -200,14 +204,19 @@ mod tests {
     use super::*;
 
     fn args(list: &[&str]) -> impl Iterator<Item = String> {
-        list.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter()
+        list.iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .into_iter()
     }
 
     #[test]
     fn listen_defaults_to_loopback() {
         assert_eq!(parse_listen(args(&[])).unwrap().to_string(), DEFAULT_LISTEN);
         assert_eq!(
-            parse_listen(args(&["--listen", "127.0.0.1:8080"])).unwrap().port(),
+            parse_listen(args(&["--listen", "127.0.0.1:8080"]))
+                .unwrap()
+                .port(),
             8080
         );
         assert!(parse_listen(args(&["--listen", "nope"])).is_err());

@@ -37,7 +37,12 @@ impl Query {
     }
 
     /// An integer parameter in `range`, `default` when absent.
-    pub fn integer<T>(&self, name: &str, default: T, range: RangeInclusive<T>) -> Result<T, ApiError>
+    pub fn integer<T>(
+        &self,
+        name: &str,
+        default: T,
+        range: RangeInclusive<T>,
+    ) -> Result<T, ApiError>
     where
         T: FromStr + PartialOrd + Display + Copy,
     {
@@ -105,17 +110,31 @@ mod tests {
 
     #[test]
     fn decimal_rejects_nan_infinity_and_out_of_range() {
-        for raw in ["lat=NaN", "lat=inf", "lat=-infinity", "lat=91", "lat=", "lat=1e999"] {
+        for raw in [
+            "lat=NaN",
+            "lat=inf",
+            "lat=-infinity",
+            "lat=91",
+            "lat=",
+            "lat=1e999",
+        ] {
             let err = Query::parse(raw).decimal("lat", -90.0..=90.0).unwrap_err();
             assert_eq!(err.status, 400, "{raw}");
             assert!(err.message.contains("lat"), "{raw}: {}", err.message);
         }
-        assert_eq!(Query::parse("lat=%2D33.5").decimal("lat", -90.0..=90.0).unwrap(), -33.5);
+        assert_eq!(
+            Query::parse("lat=%2D33.5")
+                .decimal("lat", -90.0..=90.0)
+                .unwrap(),
+            -33.5
+        );
     }
 
     #[test]
     fn repeated_parameter_is_an_error() {
-        let err = Query::parse("ms=1&ms=2").integer("ms", 0u32, 0..=10).unwrap_err();
+        let err = Query::parse("ms=1&ms=2")
+            .integer("ms", 0u32, 0..=10)
+            .unwrap_err();
         assert!(err.message.contains("more than once"));
     }
 }

@@ -22,6 +22,9 @@ mod tests {
     #[test]
     fn says_hello() {
         let reply = hello(&Head::default()).unwrap();
-        assert_eq!((reply.status, reply.body.as_slice()), (200, &b"Hello, World!"[..]));
+        assert_eq!(
+            (reply.status, reply.body.as_slice()),
+            (200, &b"Hello, World!"[..])
+        );
     }
 }

@@ -28,7 +28,10 @@ pub struct Done {
 
 pub fn io(head: &Head) -> Result<(Duration, Reply), ApiError> {
     let ms = Query::parse(&head.query).integer("ms", DEFAULT_MS, 0..=MAX_MS)?;
-    Ok((Duration::from_millis(ms), Reply::json(&Done { status: "ok", ms })))
+    Ok((
+        Duration::from_millis(ms),
+        Reply::json(&Done { status: "ok", ms }),
+    ))
 }
 
 #[cfg(test)]

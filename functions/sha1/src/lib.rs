@@ -86,7 +86,12 @@ fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     bytes
         .iter()
-        .flat_map(|b| [DIGITS[(b >> 4) as usize] as char, DIGITS[(b & 15) as usize] as char])
+        .flat_map(|b| {
+            [
+                DIGITS[(b >> 4) as usize] as char,
+                DIGITS[(b & 15) as usize] as char,
+            ]
+        })
         .collect()
 }
 
@@ -114,7 +119,11 @@ mod tests {
         let whole = hash_in_chunks(&data, data.len());
         assert_eq!((whole.bytes, whole.blocks), (10_000, 3));
         for chunk in [1, 7, 4095, 4096, 4097] {
-            assert_eq!(hash_in_chunks(&data, chunk).sha1, whole.sha1, "chunk {chunk}");
+            assert_eq!(
+                hash_in_chunks(&data, chunk).sha1,
+                whole.sha1,
+                "chunk {chunk}"
+            );
         }
         let last = Sha1::digest(&data[8192..]);
         assert_eq!(whole.sha1[2], hex(&last));

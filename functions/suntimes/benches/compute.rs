@@ -30,8 +30,12 @@ fn bench(c: &mut Criterion) {
 /// The parts: one lunar and one solar series evaluation.
 fn parts(c: &mut Criterion) {
     let nut = suntimes::earth::nutation(0.24);
-    c.bench_function("moon::place", |b| b.iter(|| suntimes::moon::place(black_box(0.24), &nut)));
-    c.bench_function("sun::place", |b| b.iter(|| suntimes::sun::place(black_box(0.24), &nut)));
+    c.bench_function("moon::place", |b| {
+        b.iter(|| suntimes::moon::place(black_box(0.24), &nut))
+    });
+    c.bench_function("sun::place", |b| {
+        b.iter(|| suntimes::sun::place(black_box(0.24), &nut))
+    });
 }
 
 criterion_group!(benches, bench, parts);

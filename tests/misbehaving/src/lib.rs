@@ -54,9 +54,10 @@ mod component {
         let tcp = std::net::TcpStream::connect("127.0.0.1:22").map(|_| ());
         let udp = std::net::UdpSocket::bind("127.0.0.1:0").map(|_| ());
         let lookup = std::net::ToSocketAddrs::to_socket_addrs("localhost:80").map(|a| a.count());
-        let outbound = spin_sdk::http::send::<_, spin_sdk::http::Response>(
-            Request::new(Method::Get, "http://127.0.0.1:1/"),
-        )
+        let outbound = spin_sdk::http::send::<_, spin_sdk::http::Response>(Request::new(
+            Method::Get,
+            "http://127.0.0.1:1/",
+        ))
         .await
         .map(|r| *r.status());
         format!(
