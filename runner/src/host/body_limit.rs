@@ -1,11 +1,14 @@
 //! The runner's own request body limit, above every function's limit (the
 //! largest, sha1's, is 64 MiB): a declared `Content-Length` past it is refused
 //! with a `413` before any instance is created; a streamed (chunked) body that
-//! grows past it ends, for the guest, with `HTTP-request-body-size`.
+//! grows past it ends, for the guest, with `HTTP-request-body-size`, and the
+//! runner answers `413` in place of whatever the guest made of the failed read.
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use wasmtime_wasi_http::Error;
 
@@ -17,14 +20,27 @@ pub struct LimitedBody<B> {
     inner: B,
     left: u64,
     limit: u64,
+    exceeded: Exceeded,
+}
+
+/// Whether a [`LimitedBody`] hit its limit; kept by the host after the body
+/// itself has gone to the guest.
+#[derive(Clone, Default)]
+pub struct Exceeded(Arc<AtomicBool>);
+
+impl Exceeded {
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 impl<B> LimitedBody<B> {
-    pub fn new(inner: B, limit: u64) -> Self {
+    pub fn new(inner: B, limit: u64, exceeded: Exceeded) -> Self {
         Self {
             inner,
             left: limit,
             limit,
+            exceeded,
         }
     }
 }
@@ -48,6 +64,7 @@ where
                     let len = data.len() as u64;
                     if len > this.left {
                         this.left = 0;
+                        this.exceeded.0.store(true, Ordering::Relaxed);
                         return Poll::Ready(Some(Err(Error::HttpRequestBodySize(Some(
                             this.limit,
                         )))));
@@ -78,9 +95,17 @@ mod tests {
 
     #[tokio::test]
     async fn passes_up_to_the_limit_and_errors_past_it() {
-        let body = LimitedBody::new(Full::new(Bytes::from_static(b"12345")), 5);
+        let body = LimitedBody::new(
+            Full::new(Bytes::from_static(b"12345")),
+            5,
+            Exceeded::default(),
+        );
         assert_eq!(body.collect().await.unwrap().to_bytes(), "12345");
-        let body = LimitedBody::new(Full::new(Bytes::from_static(b"123456")), 5);
+        let body = LimitedBody::new(
+            Full::new(Bytes::from_static(b"123456")),
+            5,
+            Exceeded::default(),
+        );
         assert!(matches!(
             body.collect().await,
             Err(Error::HttpRequestBodySize(Some(5)))

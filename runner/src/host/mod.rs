@@ -30,7 +30,7 @@ pub use server::{
 use crate::manifest::Manifest;
 use admission::{Admission, Permit, Refusal};
 use anyhow::{Context, Result, bail};
-use body_limit::LimitedBody;
+use body_limit::{Exceeded, LimitedBody};
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
@@ -214,8 +214,9 @@ impl Host {
             Ok(permit) => permit,
             Err(refusal) => return (self.busy(refusal), Some(component)),
         };
+        let exceeded = Exceeded::default();
         let request = with_spin_headers(request, &matched, client)
-            .map(|body| LimitedBody::new(body, self.max_request_body));
+            .map(|body| LimitedBody::new(body, self.max_request_body, exceeded.clone()));
         let response = match &self.components[component] {
             Handler::Fresh(pre) => match invoke::instantiate(pre, request, self.limits).await {
                 Ok(invocation) => respond(invocation, permit).await,
@@ -225,6 +226,12 @@ impl Host {
         };
         let response = response
             .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
+        if exceeded.get() {
+            // The guest saw a failed body read and answered as it saw fit (a 400 for
+            // ours); the client deserves to know the body was too large.
+            let error = glue::ApiError::body_too_large(self.max_request_body);
+            return (reply::to_response(error.to_reply()), Some(component));
+        }
         (response, Some(component))
     }
 
