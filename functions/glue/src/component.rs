@@ -89,24 +89,7 @@ fn unreadable(error: impl std::fmt::Debug) -> ApiError {
 }
 
 async fn send(reply: Reply, out: ResponseOutparam) {
-    // A declared length lets the host frame the response plainly instead of chunked,
-    // as the native server does.
-    let mut headers = vec![
-        (
-            "content-type".to_string(),
-            reply.content_type.as_bytes().to_vec(),
-        ),
-        (
-            "content-length".to_string(),
-            reply.body.len().to_string().into_bytes(),
-        ),
-    ];
-    headers.extend(
-        reply
-            .headers
-            .iter()
-            .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec())),
-    );
+    let headers = reply.wire_headers();
     let fields = Fields::from_list(&headers).expect("our header names and values are valid");
     let response = OutgoingResponse::new(fields);
     response

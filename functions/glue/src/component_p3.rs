@@ -208,23 +208,7 @@ fn unreadable(error: ErrorCode) -> ApiError {
 }
 
 fn respond(reply: Reply) -> types::Response {
-    // A declared length lets the host frame the response plainly instead of chunked,
-    // as the native server does.
-    let mut headers = Vec::with_capacity(2 + reply.headers.len());
-    headers.push((
-        "content-type".to_string(),
-        reply.content_type.as_bytes().to_vec(),
-    ));
-    headers.push((
-        "content-length".to_string(),
-        reply.body.len().to_string().into_bytes(),
-    ));
-    headers.extend(
-        reply
-            .headers
-            .iter()
-            .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec())),
-    );
+    let headers = reply.wire_headers();
     let fields = Fields::from_list(&headers).expect("our header names and values are valid");
     // No trailers: the writer dropped unwritten resolves the future to `Ok(None)`.
     let (_, trailers) = wit_future::new(|| Ok(None));

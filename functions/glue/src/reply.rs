@@ -24,6 +24,25 @@ impl Reply {
         Self::json_value(200, value)
     }
 
+    /// The headers as every host sends them: content type, content length (so the
+    /// response is framed plainly rather than chunked, as the native server does),
+    /// then the reply's own.
+    pub fn wire_headers(&self) -> Vec<(String, Vec<u8>)> {
+        let fixed = [
+            ("content-type", self.content_type.to_string()),
+            ("content-length", self.body.len().to_string()),
+        ];
+        fixed
+            .into_iter()
+            .chain(
+                self.headers
+                    .iter()
+                    .map(|(name, value)| (*name, value.clone())),
+            )
+            .map(|(name, value)| (name.to_string(), value.into_bytes()))
+            .collect()
+    }
+
     pub fn json_value(status: u16, value: &impl Serialize) -> Self {
         // Serializing our own plain data types cannot fail (no maps with
         // non-string keys, no failing Serialize impls).
@@ -34,5 +53,29 @@ impl Reply {
             headers: Vec::new(),
             body,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_headers_declare_type_and_length_then_the_replys_own() {
+        let mut reply = Reply::text(405, "no");
+        reply.headers.push(("allow", "GET".to_string()));
+        let names: Vec<(String, String)> = reply
+            .wire_headers()
+            .into_iter()
+            .map(|(k, v)| (k, String::from_utf8(v).unwrap()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("content-type".into(), "text/plain; charset=utf-8".into()),
+                ("content-length".into(), "2".into()),
+                ("allow".into(), "GET".into()),
+            ]
+        );
     }
 }
