@@ -64,71 +64,92 @@ const B: [(i8, i8, i8, i8, i32); 60] = [
     (4, 0, 1, -1, 132), (1, 0, -1, -1, -119), (4, -1, 0, -1, 115), (2, -2, 0, 1, 107),
 ];
 
+/// The Moon's mean arguments (47.1–47.5) at `t`, with what each periodic term
+/// of tables 47.A and 47.B needs from them.
+struct MeanArguments {
+    /// L′, F and M′, degrees.
+    lp: f64,
+    f: f64,
+    mp: f64,
+    /// The Earth's orbital eccentricity decreasing (47.6) scales terms in M by
+    /// E^|k|.
+    e_factor: [f64; 3],
+    /// Multiples of D, M, M′ and F: each term's argument is a small integer
+    /// combination of them, so its sine and cosine come from products of these
+    /// (angle addition), four times faster than 120 calls to sin_cos.
+    d: Powers,
+    m: Powers,
+    m_prime: Powers,
+    f_mult: Powers,
+}
+
+impl MeanArguments {
+    fn at(t: f64) -> Self {
+        let (t2, t3, t4) = (t * t, t * t * t, t * t * t * t);
+        let lp =
+            218.3164477 + 481267.88123421 * t - 0.0015786 * t2 + t3 / 538841.0 - t4 / 65194000.0;
+        let d =
+            297.8501921 + 445267.1114034 * t - 0.0018819 * t2 + t3 / 545868.0 - t4 / 113065000.0;
+        let m = 357.5291092 + 35999.0502909 * t - 0.0001536 * t2 + t3 / 24490000.0;
+        let mp = 134.9633964 + 477198.8675055 * t + 0.0087414 * t2 + t3 / 69699.0 - t4 / 14712000.0;
+        let f =
+            93.2720950 + 483202.0175233 * t - 0.0036539 * t2 - t3 / 3526000.0 + t4 / 863310000.0;
+        let e = 1.0 - 0.002516 * t - 0.0000074 * t2;
+        Self {
+            lp,
+            f,
+            mp,
+            e_factor: [1.0, e, e * e],
+            d: Unit::powers(d * DEG),
+            m: Unit::powers(m * DEG),
+            m_prime: Unit::powers(mp * DEG),
+            f_mult: Unit::powers(f * DEG),
+        }
+    }
+
+    /// cos and sin of kd·D + km·M + kmp·M′ + kf·F.
+    fn term(&self, kd: i8, km: i8, kmp: i8, kf: i8) -> Unit {
+        let (d, m) = (self.d.get(kd), self.m.get(km));
+        d.mul(m).mul(self.m_prime.get(kmp)).mul(self.f_mult.get(kf))
+    }
+
+    /// E^|km|, the eccentricity factor of a term in km·M.
+    fn eccentricity(&self, km: i8) -> f64 {
+        self.e_factor[km.unsigned_abs() as usize]
+    }
+}
+
 /// The apparent ecliptic longitude alone, from the first `terms` rows of
 /// table 47.A: with 25 rows, within 0.02° of the full series, and about three
 /// times cheaper (for the new-moon search behind the Moon's age).
 pub fn longitude(t: f64, nut: &Nutation, terms: usize) -> f64 {
-    let (t2, t3, t4) = (t * t, t * t * t, t * t * t * t);
-    let lp = 218.3164477 + 481267.88123421 * t - 0.0015786 * t2 + t3 / 538841.0 - t4 / 65194000.0;
-    let d = 297.8501921 + 445267.1114034 * t - 0.0018819 * t2 + t3 / 545868.0 - t4 / 113065000.0;
-    let m = 357.5291092 + 35999.0502909 * t - 0.0001536 * t2 + t3 / 24490000.0;
-    let mp = 134.9633964 + 477198.8675055 * t + 0.0087414 * t2 + t3 / 69699.0 - t4 / 14712000.0;
-    let f = 93.2720950 + 483202.0175233 * t - 0.0036539 * t2 - t3 / 3526000.0 + t4 / 863310000.0;
-    let e = 1.0 - 0.002516 * t - 0.0000074 * t2;
-    let e_factor = [1.0, e, e * e];
-    let (pd, pm, pmp, pf) = (
-        Unit::powers(d * DEG),
-        Unit::powers(m * DEG),
-        Unit::powers(mp * DEG),
-        Unit::powers(f * DEG),
-    );
+    let args = MeanArguments::at(t);
     let sl: f64 = LR[..terms.min(LR.len())]
         .iter()
         .map(|&(kd, km, kmp, kf, l, _)| {
-            let z = pd.get(kd).mul(pm.get(km)).mul(pmp.get(kmp)).mul(pf.get(kf));
-            f64::from(l) * e_factor[km.unsigned_abs() as usize] * z.sin
+            f64::from(l) * args.eccentricity(km) * args.term(kd, km, kmp, kf).sin
         })
         .sum();
-    ((lp + sl * 1e-6) * DEG + nut.dpsi).rem_euclid(std::f64::consts::TAU)
+    ((args.lp + sl * 1e-6) * DEG + nut.dpsi).rem_euclid(std::f64::consts::TAU)
 }
 
 /// `t`: Julian centuries TT from J2000.0.
 pub fn place(t: f64, nut: &Nutation) -> Place {
-    let (t2, t3, t4) = (t * t, t * t * t, t * t * t * t);
-    // Mean arguments (47.1–47.5), degrees.
-    let lp = 218.3164477 + 481267.88123421 * t - 0.0015786 * t2 + t3 / 538841.0 - t4 / 65194000.0;
-    let d = 297.8501921 + 445267.1114034 * t - 0.0018819 * t2 + t3 / 545868.0 - t4 / 113065000.0;
-    let m = 357.5291092 + 35999.0502909 * t - 0.0001536 * t2 + t3 / 24490000.0;
-    let mp = 134.9633964 + 477198.8675055 * t + 0.0087414 * t2 + t3 / 69699.0 - t4 / 14712000.0;
-    let f = 93.2720950 + 483202.0175233 * t - 0.0036539 * t2 - t3 / 3526000.0 + t4 / 863310000.0;
+    let args = MeanArguments::at(t);
+    let (lp, f, mp) = (args.lp, args.f, args.mp);
     let a1 = (119.75 + 131.849 * t) * DEG;
     let a2 = (53.09 + 479264.290 * t) * DEG;
     let a3 = (313.45 + 481266.484 * t) * DEG;
-    // The Earth's orbital eccentricity decreasing (47.6) scales terms in M.
-    let e = 1.0 - 0.002516 * t - 0.0000074 * t2;
-    let e_factor = [1.0, e, e * e];
-    // Each term's argument is a small integer combination of D, M, M′, F: its
-    // sine and cosine come from products of precomputed multiples (angle
-    // addition), four times faster than 120 calls to sin_cos.
-    let (pd, pm, pmp, pf) = (
-        Unit::powers(d * DEG),
-        Unit::powers(m * DEG),
-        Unit::powers(mp * DEG),
-        Unit::powers(f * DEG),
-    );
-    let term = |kd: i8, km: i8, kmp: i8, kf: i8| {
-        pd.get(kd).mul(pm.get(km)).mul(pmp.get(kmp)).mul(pf.get(kf))
-    };
 
     let (mut sl, mut sr, mut sb) = (0.0, 0.0, 0.0);
     for &(kd, km, kmp, kf, l, r) in &LR {
-        let z = term(kd, km, kmp, kf);
-        let ef = e_factor[km.unsigned_abs() as usize];
+        let z = args.term(kd, km, kmp, kf);
+        let ef = args.eccentricity(km);
         sl += f64::from(l) * ef * z.sin;
         sr += f64::from(r) * ef * z.cos;
     }
     for &(kd, km, kmp, kf, b) in &B {
-        sb += f64::from(b) * e_factor[km.unsigned_abs() as usize] * term(kd, km, kmp, kf).sin;
+        sb += f64::from(b) * args.eccentricity(km) * args.term(kd, km, kmp, kf).sin;
     }
     let (lpr, fr, mpr) = (lp * DEG, f * DEG, mp * DEG);
     sl += 3958.0 * a1.sin() + 1962.0 * (lpr - fr).sin() + 318.0 * a2.sin();
