@@ -33,16 +33,6 @@ pub async fn serve(endpoint: &'static Endpoint, req: Request) -> types::Response
     respond(reply.unwrap_or_else(|e| e.to_reply()))
 }
 
-/// Answers one request as it comes from a bare `wasi:http/handler#handle` export,
-/// skipping the `http::Request` spin-sdk's `#[http_service]` builds first: fewer
-/// host calls per request and no `http` crate in the component (see
-/// [`spin_p3_service!`](crate::spin_p3_service)).
-pub async fn serve_raw(endpoint: &'static Endpoint, req: types::Request) -> types::Response {
-    let head = raw_head_of(&req);
-    let reply = answer(endpoint, &head, Some(req)).await;
-    respond(reply.unwrap_or_else(|e| e.to_reply()))
-}
-
 async fn answer(
     endpoint: &'static Endpoint,
     head: &Head,
@@ -92,41 +82,6 @@ fn head_of(req: &Request) -> Head {
         method: req.method().as_str().to_string(),
         path: req.uri().path().to_string(),
         query: req.uri().query().unwrap_or("").to_string(),
-        content_type: header("content-type"),
-        content_length: header("content-length").and_then(|v| v.parse().ok()),
-    }
-}
-
-fn raw_head_of(req: &types::Request) -> Head {
-    use types::Method;
-    let path_and_query = req.get_path_with_query().unwrap_or_else(|| "/".to_string());
-    let (path, query) = path_and_query
-        .split_once('?')
-        .unwrap_or((path_and_query.as_str(), ""));
-    let headers = req.get_headers();
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .into_iter()
-            .next()
-            .and_then(|v| String::from_utf8(v).ok())
-    };
-    let method = match req.get_method() {
-        Method::Get => "GET".to_string(),
-        Method::Head => "HEAD".to_string(),
-        Method::Post => "POST".to_string(),
-        Method::Put => "PUT".to_string(),
-        Method::Delete => "DELETE".to_string(),
-        Method::Connect => "CONNECT".to_string(),
-        Method::Options => "OPTIONS".to_string(),
-        Method::Trace => "TRACE".to_string(),
-        Method::Patch => "PATCH".to_string(),
-        Method::Other(other) => other,
-    };
-    Head {
-        method,
-        path: path.to_string(),
-        query: query.to_string(),
         content_type: header("content-type"),
         content_length: header("content-length").and_then(|v| v.parse().ok()),
     }
@@ -244,29 +199,6 @@ macro_rules! spin_p3_component {
         ) -> ::spin_sdk::wasip3::http::types::Response {
             // `$crate` does not survive the trip through a proc macro, hence `::glue`.
             ::glue::component_p3::serve(&$endpoint, req).await
-        }
-    };
-}
-
-/// Like [`spin_p3_component!`](crate::spin_p3_component), without `#[http_service]`:
-/// exports `wasi:http/handler@0.3.0` straight from spin-sdk 7's `wasip3` bindings and
-/// serves the raw request ([`serve_raw`](crate::component_p3::serve_raw)). Same answers; a smaller component (no `http`
-/// crate, no `HeaderMap`) and fewer host calls per request. `$endpoint` is resolved from
-/// a child module of the caller, so give it by crate name (`hello::ENDPOINT`).
-#[macro_export]
-macro_rules! spin_p3_service {
-    ($endpoint:path) => {
-        mod __spinbench_wasip3_http {
-            use ::spin_sdk::wasip3::http::types::{ErrorCode, Request, Response};
-
-            struct Service;
-            ::spin_sdk::wasip3::http::service::export!(Service with_types_in ::spin_sdk::wasip3);
-
-            impl ::spin_sdk::wasip3::exports::http::handler::Guest for Service {
-                async fn handle(req: Request) -> Result<Response, ErrorCode> {
-                    Ok(::glue::component_p3::serve_raw(&$endpoint, req).await)
-                }
-            }
         }
     };
 }
