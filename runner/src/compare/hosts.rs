@@ -77,25 +77,9 @@ pub fn command(
         HostKind::Native => Command::new(existing(&paths.native_binary(function))?),
         HostKind::Wasm => {
             existing(&paths.wasm_file(function))?;
-            let mut cmd = Command::new(existing(&paths.runner)?);
-            cmd.args(["serve", "--manifest"])
-                .arg(function_manifest(paths, function)?);
-            match cache {
-                Cache::Dir(dir) => cmd.arg("--cache-dir").arg(dir),
-                Cache::Off => cmd.arg("--no-cache"),
-            };
-            cmd
+            runner_serving(paths, &function_manifest(paths, function)?, cache)?
         }
-        HostKind::WasmP3 => {
-            let mut cmd = Command::new(existing(&paths.runner)?);
-            cmd.args(["serve", "--manifest"])
-                .arg(p3_function_manifest(paths, function)?);
-            match cache {
-                Cache::Dir(dir) => cmd.arg("--cache-dir").arg(dir),
-                Cache::Off => cmd.arg("--no-cache"),
-            };
-            cmd
-        }
+        HostKind::WasmP3 => runner_serving(paths, &p3_function_manifest(paths, function)?, cache)?,
         HostKind::Spin => {
             existing(&paths.wasm_file(function))?;
             let mut cmd = Command::new(on_path("spin")?);
@@ -284,4 +268,15 @@ pub fn kill_children_on_ctrl_c(runtime: &tokio::runtime::Runtime) {
             std::process::exit(130);
         }
     });
+}
+
+/// `spinbench serve --manifest <manifest>` with the run's compiled-code cache setting.
+fn runner_serving(paths: &Paths, manifest: &Path, cache: &Cache) -> Result<Command, String> {
+    let mut cmd = Command::new(existing(&paths.runner)?);
+    cmd.args(["serve", "--manifest"]).arg(manifest);
+    match cache {
+        Cache::Dir(dir) => cmd.arg("--cache-dir").arg(dir),
+        Cache::Off => cmd.arg("--no-cache"),
+    };
+    Ok(cmd)
 }
