@@ -32,17 +32,21 @@ pub fn default_dir() -> Option<PathBuf> {
         .map(|dir| dir.join("spinbench"))
 }
 
-/// Loads the component at `wasm_path`, from `cache_dir` when it holds code compiled
-/// from the same bytes by a compatible engine, else by compiling (and storing it).
-pub fn load(engine: &Engine, wasm_path: &Path, cache_dir: Option<&Path>) -> Result<Loaded> {
+/// Loads the component `wasm` (read from `wasm_path`), from `cache_dir` when it
+/// holds code compiled from the same bytes by a compatible engine, else by
+/// compiling (and storing it).
+pub fn load(
+    engine: &Engine,
+    wasm: &[u8],
+    wasm_path: &Path,
+    cache_dir: Option<&Path>,
+) -> Result<Loaded> {
     let start = Instant::now();
-    let wasm = std::fs::read(wasm_path)
-        .with_context(|| format!("reading component {}", wasm_path.display()))?;
     let Some(dir) = cache_dir else {
-        let component = compile(engine, &wasm, wasm_path)?;
+        let component = compile(engine, wasm, wasm_path)?;
         return Ok(loaded(component, Origin::Compiled, start));
     };
-    let cached = dir.join(format!("{}.cwasm", cache_key(engine, &wasm)));
+    let cached = dir.join(format!("{}.cwasm", cache_key(engine, wasm)));
     if cached.exists() {
         match deserialize(engine, &cached) {
             Ok(component) => return Ok(loaded(component, Origin::LoadedFromCache, start)),
@@ -50,7 +54,7 @@ pub fn load(engine: &Engine, wasm_path: &Path, cache_dir: Option<&Path>) -> Resu
             Err(error) => eprintln!("warning: ignoring cached {}: {error:#}", cached.display()),
         }
     }
-    let component = compile(engine, &wasm, wasm_path)?;
+    let component = compile(engine, wasm, wasm_path)?;
     if let Err(error) = store(&component, dir, &cached) {
         eprintln!("warning: not caching {}: {error:#}", wasm_path.display());
     }

@@ -10,6 +10,7 @@ mod admission;
 mod body_limit;
 mod compiled_cache;
 mod engine;
+mod flavour;
 mod invoke;
 mod reply;
 mod reuse;
@@ -32,6 +33,7 @@ use admission::{Admission, Permit, Refusal};
 use anyhow::{Context, Result, bail};
 use body_limit::{Exceeded, LimitedBody};
 use bytes::Bytes;
+use flavour::Flavour;
 use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use invoke::{Failure, Invocation, Limits};
@@ -116,7 +118,9 @@ impl Host {
     /// loads from cache every component of `manifest`, logging each on stderr.
     pub fn new(manifest: &Manifest, options: &HostOptions) -> Result<Self> {
         let router = Router::new(&manifest.trigger.http)?;
-        let (engine, allocation) = engine::build(options.pool)?;
+        let sources = read_sources(manifest)?;
+        let wasip3 = sources.iter().any(|source| source.flavour == Flavour::P3);
+        let (engine, allocation) = engine::build(options.pool, wasip3)?;
         // The cap stays below the pool's slots, so overload is a 503 from the
         // queue, never a failed instantiation.
         let admission = AdmissionLimits {
@@ -138,38 +142,36 @@ impl Host {
             );
         }
         engine::spawn_epoch_ticker(&engine)?;
-        let linker = linker(&engine)?;
+        let linker = linker(&engine, wasip3)?;
         let limits = Limits {
             timeout: options.request_timeout,
             max_memory_size: options.pool.max_memory_size,
         };
         let mut components = BTreeMap::new();
         let mut loads = Vec::new();
-        for (id, component) in &manifest.component {
-            // Every outbound request is refused (see `state::DenyOutbound`); a
-            // component expecting otherwise would silently behave unlike under Spin.
-            if !component.allowed_outbound_hosts.is_empty() {
-                bail!(
-                    "component {id:?}: allowed_outbound_hosts is not supported, outbound HTTP is always refused"
-                );
-            }
-            let path = manifest.source_path(component);
-            let loaded = compiled_cache::load(&engine, &path, options.cache_dir.as_deref())
+        for source in sources {
+            let Source {
+                id,
+                path,
+                wasm,
+                flavour,
+            } = source;
+            let loaded = compiled_cache::load(&engine, &wasm, &path, options.cache_dir.as_deref())
                 .with_context(|| format!("loading component {id:?}"))?;
             let handler = linker
                 .instantiate_pre(&loaded.component)
-                .and_then(|pre| Handler::detect(pre, limits))
+                .and_then(|pre| Handler::new(pre, flavour, limits))
                 .map_err(anyhow::Error::from)
                 .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
             eprintln!(
                 "{id}: {} in {:.1?} ({})",
                 origin_text(loaded.origin),
                 loaded.elapsed,
-                handler.flavour()
+                flavour.describe()
             );
             components.insert(id.clone(), handler);
             loads.push(ComponentLoad {
-                id: id.clone(),
+                id,
                 origin: loaded.origin,
                 elapsed: loaded.elapsed,
             });
@@ -388,17 +390,54 @@ impl Host {
     }
 }
 
+/// A manifest component's bytes, read once: for its flavour, then to load it.
+struct Source {
+    id: String,
+    path: PathBuf,
+    wasm: Vec<u8>,
+    flavour: Flavour,
+}
+
+fn read_sources(manifest: &Manifest) -> Result<Vec<Source>> {
+    let mut sources = Vec::new();
+    for (id, component) in &manifest.component {
+        // Every outbound request is refused (see `state::DenyOutbound`); a
+        // component expecting otherwise would silently behave unlike under Spin.
+        if !component.allowed_outbound_hosts.is_empty() {
+            bail!(
+                "component {id:?}: allowed_outbound_hosts is not supported, outbound HTTP is always refused"
+            );
+        }
+        let path = manifest.source_path(component);
+        let wasm = std::fs::read(&path)
+            .with_context(|| format!("component {id:?}: reading {}", path.display()))?;
+        let flavour = Flavour::of(&wasm)
+            .with_context(|| format!("component {id:?}: {} is not a component", path.display()))?;
+        sources.push(Source {
+            id: id.clone(),
+            path,
+            wasm,
+            flavour,
+        });
+    }
+    Ok(sources)
+}
+
 /// The WASI interfaces a Rust `wasm32-wasip2` component imports (std pulls in
 /// more than the proxy world: environment, filesystem preopens, ...), plus wasi:http.
-fn linker(engine: &Engine) -> Result<Linker<RequestState>> {
+fn linker(engine: &Engine, wasip3: bool) -> Result<Linker<RequestState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)
         .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker))
-        // WASIp3 components import the 0.3 interfaces (and Rust std still the 0.2 ones).
-        .and_then(|()| wasmtime_wasi::p3::add_to_linker(&mut linker))
-        .and_then(|()| wasmtime_wasi_http::p3::add_to_linker(&mut linker))
         .map_err(anyhow::Error::from)
-        .context("adding WASI to the linker")?;
+        .context("adding WASIp2 to the linker")?;
+    if wasip3 {
+        // WASIp3 components import the 0.3 interfaces (and Rust std still the 0.2 ones).
+        wasmtime_wasi::p3::add_to_linker(&mut linker)
+            .and_then(|()| wasmtime_wasi_http::p3::add_to_linker(&mut linker))
+            .map_err(anyhow::Error::from)
+            .context("adding WASIp3 to the linker")?;
+    }
     Ok(linker)
 }
 

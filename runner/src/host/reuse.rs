@@ -14,6 +14,7 @@
 
 use super::admission::Permit;
 use super::engine::EPOCH_TICK;
+use super::flavour::Flavour;
 use super::invoke::{Failure, Limits};
 use super::reply::Body;
 use super::state::{RequestState, new_reusable_store};
@@ -52,22 +53,15 @@ pub enum Handler {
 }
 
 impl Handler {
-    /// WASIp3 if the component exports `wasi:http/handler@0.3.x`, else WASIp2
-    /// (`wasi:http/incoming-handler@0.2.x`), as `wasmtime serve` decides.
-    pub fn detect(pre: InstancePre<RequestState>, limits: Limits) -> wasmtime::Result<Self> {
-        match ServicePre::new(pre.clone()) {
-            Ok(service) => Ok(Handler::Reused(Reused::new(service, limits))),
-            Err(_) => Ok(Handler::Fresh(
-                wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)?,
-            )),
-        }
-    }
-
-    pub fn flavour(&self) -> &'static str {
-        match self {
-            Handler::Fresh(_) => "WASIp2, fresh instance per request",
-            Handler::Reused(_) => "WASIp3, instances reused",
-        }
+    pub fn new(
+        pre: InstancePre<RequestState>,
+        flavour: Flavour,
+        limits: Limits,
+    ) -> wasmtime::Result<Self> {
+        Ok(match flavour {
+            Flavour::P2 => Handler::Fresh(wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)?),
+            Flavour::P3 => Handler::Reused(Reused::new(ServicePre::new(pre)?, limits)),
+        })
     }
 }
 
