@@ -3,6 +3,7 @@
 //! starts and stops the processes they compare.
 
 pub mod build_and_size;
+pub mod hashing_per_core;
 pub mod hosts;
 pub mod http;
 pub mod instance_cold_start;
@@ -19,9 +20,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The measurements, in the order they run and are reported.
-pub const MEASUREMENTS: [&str; 5] = [
+pub const MEASUREMENTS: [&str; 6] = [
     "build_and_size",
     "instance_cold_start",
+    "hashing_per_core",
     "process_cold_start",
     "memory",
     "load",
@@ -38,7 +40,7 @@ pub struct CompareArgs {
     /// Hosts to compare (comma-separated): native, wasm, wasm-p3, spin, wasmtime-serve. Absent ones are skipped.
     #[arg(long, value_delimiter = ',', default_values = ["native", "wasm", "wasm-p3", "spin", "wasmtime-serve"])]
     pub hosts: Vec<String>,
-    /// Measurements to run (comma-separated): build_and_size, instance_cold_start, process_cold_start, memory, load.
+    /// Measurements to run (comma-separated): build_and_size, instance_cold_start, hashing_per_core, process_cold_start, memory, load.
     #[arg(long, value_delimiter = ',', default_values = MEASUREMENTS)]
     pub measurements: Vec<String>,
     /// Seconds each load scenario runs per host (after its warm-up).
@@ -340,6 +342,9 @@ fn measure_all(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
     }
     if run.plan.measures("instance_cold_start") {
         instance_cold_start::measure(run, runtime)?;
+    }
+    if run.plan.measures("hashing_per_core") {
+        hashing_per_core::measure(run, runtime)?;
     }
     if run.plan.measures("process_cold_start") {
         process_cold_start::measure(run)?;
