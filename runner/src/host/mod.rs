@@ -488,16 +488,12 @@ fn with_spin_headers<B>(
         .or_else(|| parts.uri.authority().map(|a| a.as_str()))
         .unwrap_or("localhost")
         .to_string();
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |pq| pq.as_str())
-        .to_string();
-    if let Ok(uri) = Uri::try_from(format!("http://{authority}{path_and_query}")) {
+    let path_and_query = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let full_url = format!("http://{authority}{path_and_query}");
+    spin_headers::apply(&mut parts.headers, matched, &full_url, client);
+    if let Ok(uri) = Uri::try_from(full_url) {
         parts.uri = uri;
     }
-    let values = spin_headers::compute(matched, &authority, &path_and_query, client);
-    spin_headers::apply(&mut parts.headers, values);
     Request::from_parts(parts, body)
 }
 

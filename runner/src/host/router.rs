@@ -1,6 +1,7 @@
 //! Routing like Spin's HTTP trigger: exact routes and trailing wildcards
 //! (`/foo/...`), the most specific match winning.
 
+use super::spin_headers::RouteHeaders;
 use crate::manifest::HttpTrigger;
 use anyhow::{Result, bail};
 
@@ -15,6 +16,8 @@ pub struct Route {
     pub pattern: RoutePattern,
     /// Id of the component that serves it.
     pub component: String,
+    /// Its `spin-*` header values, built once.
+    pub headers: RouteHeaders,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,11 +50,14 @@ impl Route {
             }
             None => RoutePattern::Exact(raw.clone()),
         };
-        Ok(Self {
+        let mut route = Self {
             raw,
             pattern,
             component: trigger.component.clone(),
-        })
+            headers: RouteHeaders::new("", ""),
+        };
+        route.headers = RouteHeaders::new(&route.raw, route.component_route());
+        Ok(route)
     }
 
     /// The route without its wildcard (`spin-component-route`): `/static` for `/static/...`.

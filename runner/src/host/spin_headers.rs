@@ -1,50 +1,62 @@
 //! The `spin-*` request headers Spin's HTTP trigger adds before calling a component.
 
-use super::router::RouteMatch;
+use super::router::{Route, RouteMatch};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use std::net::SocketAddr;
 
-pub const FULL_URL: &str = "spin-full-url";
-pub const PATH_INFO: &str = "spin-path-info";
-pub const MATCHED_ROUTE: &str = "spin-matched-route";
-pub const BASE_PATH: &str = "spin-base-path";
-pub const RAW_COMPONENT_ROUTE: &str = "spin-raw-component-route";
-pub const COMPONENT_ROUTE: &str = "spin-component-route";
-pub const CLIENT_ADDR: &str = "spin-client-addr";
+pub const FULL_URL: HeaderName = HeaderName::from_static("spin-full-url");
+pub const PATH_INFO: HeaderName = HeaderName::from_static("spin-path-info");
+pub const MATCHED_ROUTE: HeaderName = HeaderName::from_static("spin-matched-route");
+pub const BASE_PATH: HeaderName = HeaderName::from_static("spin-base-path");
+pub const RAW_COMPONENT_ROUTE: HeaderName = HeaderName::from_static("spin-raw-component-route");
+pub const COMPONENT_ROUTE: HeaderName = HeaderName::from_static("spin-component-route");
+pub const CLIENT_ADDR: HeaderName = HeaderName::from_static("spin-client-addr");
 
 /// Applications are always mounted at the root, as `spin up` does by default.
-const BASE: &str = "/";
+const BASE: HeaderValue = HeaderValue::from_static("/");
 
-/// Header values for a request to `path_and_query` (from `authority`) matched by `matched`.
-pub fn compute(
-    matched: &RouteMatch<'_>,
-    authority: &str,
-    path_and_query: &str,
-    client: SocketAddr,
-) -> Vec<(&'static str, String)> {
-    let route = matched.route;
-    vec![
-        (FULL_URL, format!("http://{authority}{path_and_query}")),
-        (PATH_INFO, matched.path_info.clone()),
-        (MATCHED_ROUTE, route.raw.clone()),
-        (BASE_PATH, BASE.to_string()),
-        (RAW_COMPONENT_ROUTE, route.raw.clone()),
-        (COMPONENT_ROUTE, route.component_route().to_string()),
-        (CLIENT_ADDR, client.to_string()),
-    ]
+/// The headers that depend only on the route, built once when the router is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteHeaders {
+    raw: Option<HeaderValue>,
+    component_route: Option<HeaderValue>,
 }
 
-/// Sets the headers, replacing any value the client sent under the same name so a
-/// client cannot spoof what the host vouches for. Values that are not valid header
-/// text (a non-ASCII path) are left out rather than failing the request.
-pub fn apply(headers: &mut HeaderMap, values: Vec<(&'static str, String)>) {
-    for (name, value) in values {
-        let name = HeaderName::from_static(name);
-        headers.remove(&name);
-        if let Ok(value) = HeaderValue::try_from(value) {
-            headers.insert(name, value);
+impl RouteHeaders {
+    pub fn new(raw: &str, component_route: &str) -> Self {
+        Self {
+            raw: HeaderValue::from_str(raw).ok(),
+            component_route: HeaderValue::from_str(component_route).ok(),
         }
     }
+}
+
+/// Sets the headers for a request to `full_url` matched by `matched`, replacing
+/// any value the client sent under the same name (`insert` drops earlier values)
+/// so a client cannot spoof what the host vouches for. Values that are not valid
+/// header text (a non-ASCII path) are left out rather than failing the request.
+pub fn apply(
+    headers: &mut HeaderMap,
+    matched: &RouteMatch<'_>,
+    full_url: &str,
+    client: SocketAddr,
+) {
+    let route: &Route = matched.route;
+    let mut set = |name: HeaderName, value: Option<HeaderValue>| match value {
+        Some(value) => {
+            headers.insert(name, value);
+        }
+        None => {
+            headers.remove(name);
+        }
+    };
+    set(FULL_URL, HeaderValue::from_str(full_url).ok());
+    set(PATH_INFO, HeaderValue::from_str(&matched.path_info).ok());
+    set(MATCHED_ROUTE, route.headers.raw.clone());
+    set(BASE_PATH, Some(BASE));
+    set(RAW_COMPONENT_ROUTE, route.headers.raw.clone());
+    set(COMPONENT_ROUTE, route.headers.component_route.clone());
+    set(CLIENT_ADDR, HeaderValue::try_from(client.to_string()).ok());
 }
 
 #[cfg(test)]
@@ -68,10 +80,8 @@ mod tests {
         let client: SocketAddr = "127.0.0.1:54321".parse().unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(CLIENT_ADDR, HeaderValue::from_static("spoofed"));
-        apply(
-            &mut headers,
-            compute(&matched, "localhost:3000", path_and_query, client),
-        );
+        let full_url = format!("http://localhost:3000{path_and_query}");
+        apply(&mut headers, &matched, &full_url, client);
         headers
     }
 
