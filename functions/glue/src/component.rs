@@ -7,7 +7,7 @@
 
 use crate::{ApiError, Endpoint, Handler, Head, Reply};
 use futures::{SinkExt, StreamExt};
-use spin_sdk::http::{Fields, IncomingRequest, OutgoingResponse, ResponseOutparam};
+use spin_sdk::http::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam};
 
 /// Answers one request; each function's `#[http_component]` calls just this.
 pub async fn serve(endpoint: &'static Endpoint, req: IncomingRequest, out: ResponseOutparam) {
@@ -16,7 +16,7 @@ pub async fn serve(endpoint: &'static Endpoint, req: IncomingRequest, out: Respo
 }
 
 async fn answer(endpoint: &'static Endpoint, req: IncomingRequest) -> Result<Reply, ApiError> {
-    let head = head_of(&req);
+    let head = head_of(&req, endpoint.body_limit().is_some());
     endpoint.admit(&head)?;
     match &endpoint.handler {
         Handler::Head(handle) => handle(&head),
@@ -49,26 +49,33 @@ async fn answer(endpoint: &'static Endpoint, req: IncomingRequest) -> Result<Rep
     }
 }
 
-fn head_of(req: &IncomingRequest) -> Head {
+/// The request head; the body headers only if the endpoint reads a body (every
+/// lookup is a host call, and a fresh instance per request pays for each).
+fn head_of(req: &IncomingRequest, reads_body: bool) -> Head {
     let path_and_query = req.path_with_query().unwrap_or_else(|| "/".to_string());
     let (path, query) = path_and_query
         .split_once('?')
         .unwrap_or((path_and_query.as_str(), ""));
-    let headers = req.headers();
-    let header = |name: &str| {
-        headers
-            .get(&name.to_string())
-            .into_iter()
-            .next()
-            .and_then(|v| String::from_utf8(v).ok())
-    };
-    Head {
+    let mut head = Head {
         method: req.method().to_string(),
         path: path.to_string(),
         query: query.to_string(),
-        content_type: header("content-type"),
-        content_length: header("content-length").and_then(|v| v.parse().ok()),
+        content_type: None,
+        content_length: None,
+    };
+    if reads_body {
+        let headers = req.headers();
+        let header = |name: &str| {
+            headers
+                .get(&name.to_string())
+                .into_iter()
+                .next()
+                .and_then(|v| String::from_utf8(v).ok())
+        };
+        head.content_type = header("content-type");
+        head.content_length = header("content-length").and_then(|v| v.parse().ok());
     }
+    head
 }
 
 async fn read_body(req: IncomingRequest, limit: u64) -> Result<Vec<u8>, ApiError> {
@@ -95,11 +102,25 @@ async fn send(reply: Reply, out: ResponseOutparam) {
     response
         .set_status_code(reply.status)
         .expect("our status codes are valid");
-    let mut body = response.take_body();
-    out.set(response);
     // A client that went away mid-response is not an error worth a trap.
-    let _ = body.send(reply.body).await;
+    if reply.body.len() <= SMALL_BODY {
+        // One host call for the whole body instead of the SDK sink's
+        // check-write / write / flush rounds.
+        let body = response.body().expect("a new response's body is untaken");
+        out.set(response);
+        if let Ok(stream) = body.write() {
+            let _ = stream.blocking_write_and_flush(&reply.body);
+        }
+        let _ = OutgoingBody::finish(body, None);
+    } else {
+        let mut body = response.take_body();
+        out.set(response);
+        let _ = body.send(reply.body).await;
+    }
 }
+
+/// The most `blocking-write-and-flush` takes in one call (wasi:io 0.2).
+const SMALL_BODY: usize = 4096;
 
 /// Declares a function crate's Spin entry: a WASIp2 `wasi:http/incoming-handler`
 /// export (spin-sdk's `#[http_component]`) that serves `$endpoint`.

@@ -32,6 +32,8 @@ pub struct Head {
     pub path: String,
     /// The raw query string, without the `?`.
     pub query: String,
+    /// The two body headers below are read only for endpoints that take a body
+    /// ([`Endpoint::body_limit`]): in a component each header lookup is a host call.
     pub content_type: Option<String>,
     /// The declared body length, when the client sent one.
     pub content_length: Option<u64>,
