@@ -108,6 +108,11 @@ impl MeanArguments {
     }
 
     /// cos and sin of kd·D + km·M + kmp·M′ + kf·F.
+    ///
+    /// Always inlined: left as a call, wasm32 returns the pair through memory
+    /// and the lunar series ran 3.4× slower in the component than natively
+    /// (2.4 vs 0.7 µs per [`place`]; inlined, 1.0 µs).
+    #[inline(always)]
     fn term(&self, kd: i8, km: i8, kmp: i8, kf: i8) -> Unit {
         let (d, m) = (self.d.get(kd), self.m.get(km));
         d.mul(m).mul(self.m_prime.get(kmp)).mul(self.f_mult.get(kf))
