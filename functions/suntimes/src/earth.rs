@@ -35,6 +35,9 @@ pub fn nutation(t: f64) -> Nutation {
     }
 }
 
+/// The rate of sidereal time (Meeus 12.4's linear term), radians per second of UT.
+pub const SIDEREAL_RATE: f64 = 360.985_647_366_29 * DEG / 86_400.0;
+
 /// Greenwich apparent sidereal time, radians in [0, 2π), for a Julian Day in UT
 /// (Meeus 12.4 for the mean time, plus the equation of the equinoxes Δψ·cos ε).
 pub fn gast(jd_ut: f64, nut: &Nutation) -> f64 {

@@ -51,7 +51,9 @@ pub struct Track {
     /// The body's radius in Earth radii, for its apparent semidiameter.
     radius: f64,
     observer: Observer,
-    nutation: Nutation,
+    /// The local apparent sidereal angle at `start`, radians; it grows at
+    /// [`earth::SIDEREAL_RATE`] from there (see [`Track::sight`]).
+    local_sidereal: f64,
 }
 
 /// The body seen from the observer at one instant.
@@ -81,7 +83,7 @@ impl Track {
             nodes: places.map(|p| p.xyz),
             radius: radius_km / EARTH_RADIUS_KM,
             observer,
-            nutation,
+            local_sidereal: earth::gast(time_scale::jd_ut(start), &nutation) + observer.lon,
         }
     }
 
@@ -102,9 +104,15 @@ impl Track {
     /// vector rotated into the local meridian frame, minus the observer's
     /// geocentric position (Meeus ch. 40, in vector form), against the
     /// geodetic vertical.
+    ///
+    /// Sidereal time advances linearly from the window's start: over a day the
+    /// quadratic and cubic terms of Meeus 12.4 move it by under 10⁻⁸ rad and the
+    /// equation of the equinoxes is fixed with the day's nutation, while a full
+    /// [`earth::gast`] per call (a large-argument remainder and a cosine) was a
+    /// third of this function's cost in the component.
     pub fn sight(&self, unix: f64) -> Sighting {
         let [x, y, z] = self.xyz(unix);
-        let theta = earth::gast(time_scale::jd_ut(unix), &self.nutation) + self.observer.lon;
+        let theta = self.local_sidereal + earth::SIDEREAL_RATE * (unix - self.start);
         let (st, ct) = theta.sin_cos();
         // Meridian frame: x toward the local meridian on the equator, y toward
         // the west point's opposite (hour angle decreasing), z to the pole.
