@@ -7,8 +7,9 @@
 //! Espenak–Meeus ΔT, and a threshold-crossing search over the local day
 //! ([`events`]). Checked against PyEphem (VSOP87/ELP) in `tests/golden`.
 //!
-//! Modules: [`request`] parses and validates, [`events`] computes the
-//! [`Almanac`], [`response`] shapes the JSON ([`Response`] documents it).
+//! Modules: [`request`] parses and validates ([`zone`] builds the time zone),
+//! [`events`] computes the [`Almanac`], [`response`] shapes the JSON
+//! ([`Response`] documents it).
 
 pub mod earth;
 pub mod events;
@@ -20,6 +21,7 @@ pub mod search;
 pub mod sky;
 pub mod sun;
 pub mod time_scale;
+pub mod zone;
 
 #[cfg(all(target_arch = "wasm32", feature = "p2"))]
 glue::spin_component!(ENDPOINT);

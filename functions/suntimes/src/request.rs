@@ -32,22 +32,25 @@ impl Request {
         let query = Query::parse(raw_query);
         let lat = query.decimal("lat", -90.0..=90.0)?;
         let lon = query.decimal("lon", -180.0..=180.0)?;
-        let (tz, tz_name) = match query.get("tz")? {
-            None => (TimeZone::UTC, "UTC".to_string()),
-            Some(name) => {
-                // An unencoded `+` in a query decodes to a space: `tz=+05:30`
-                // arrives as " 05:30"; take it as the offset the client meant.
-                let name = match name.strip_prefix(' ') {
-                    Some(rest) if rest.starts_with(|c: char| c.is_ascii_digit()) => {
-                        format!("+{rest}")
-                    }
-                    _ => name.trim().to_string(),
-                };
-                (zone(&name)?, name)
+        let tz_name = query.get("tz")?.map(|name| {
+            // An unencoded `+` in a query decodes to a space: `tz=+05:30`
+            // arrives as " 05:30"; take it as the offset the client meant.
+            match name.strip_prefix(' ') {
+                Some(rest) if rest.starts_with(|c: char| c.is_ascii_digit()) => format!("+{rest}"),
+                _ => name.trim().to_string(),
             }
+        });
+        // Read before the zone, which is built for the date (crate::zone), but
+        // a bad date is reported after a bad zone.
+        let date = query
+            .get("date")
+            .and_then(|raw| raw.map(|raw| date(raw.trim())).transpose());
+        let (tz, tz_name) = match tz_name {
+            None => (TimeZone::UTC, "UTC".to_string()),
+            Some(name) => (zone(&name, date.as_ref().ok().copied().flatten())?, name),
         };
-        let date = match query.get("date")? {
-            Some(raw) => date(raw.trim())?,
+        let date = match date? {
+            Some(date) => date,
             None => jiff::Timestamp::now().to_zoned_datetime(tz.clone()).date(),
         };
         Self::new(lat, lon, date, tz, tz_name)
@@ -117,7 +120,8 @@ fn date(raw: &str) -> Result<Date, ApiError> {
     Ok(date)
 }
 
-fn zone(raw: &str) -> Result<TimeZone, ApiError> {
+/// The zone `raw` names, for a request about `date` (today if `None`).
+fn zone(raw: &str, date: Option<Date>) -> Result<TimeZone, ApiError> {
     if raw.eq_ignore_ascii_case("utc") {
         return Ok(TimeZone::UTC);
     }
@@ -128,7 +132,14 @@ fn zone(raw: &str) -> Result<TimeZone, ApiError> {
             ))
         });
     }
-    TimeZone::get(raw).map_err(|_| {
+    let around = match date {
+        Some(date) => date
+            .to_zoned_datetime(TimeZone::UTC)
+            .expect("dates 1900–2100 are within jiff's range")
+            .timestamp(),
+        None => jiff::Timestamp::now(),
+    };
+    crate::zone::iana(raw, around).map_err(|_| {
         ApiError::bad_request(format!(
             "parameter tz must be an IANA time zone name (e.g. Europe/London), an offset ±HH:MM or UTC, got {raw:?}"
         ))
