@@ -182,16 +182,92 @@ fn split(event: &Event, tz: &TimeZone) -> (Option<String>, Option<Absence>) {
 
 /// `2024-06-21T04:43:09+01:00`: local time and the offset in force then
 /// (with seconds in the offset only for the rare historical zones that have them).
+///
+/// Written digit by digit: a response has up to eleven of these, and jiff's
+/// general `strftime` took 0.5 µs each in the component (0.2 µs natively).
 pub fn local_time(t: Timestamp, tz: &TimeZone) -> String {
-    let zoned = t.to_zoned_datetime(tz.clone());
-    let format = if zoned.offset().seconds() % 60 == 0 {
-        "%Y-%m-%dT%H:%M:%S%:z"
-    } else {
-        "%Y-%m-%dT%H:%M:%S%::z"
-    };
-    zoned.strftime(format).to_string()
+    let offset = tz.to_offset(t);
+    let local = offset.to_datetime(t);
+    let mut out = String::with_capacity(25);
+    // Events fall in the years 1899–2101: four digits, no sign.
+    let fields = [
+        (u32::from(local.year().unsigned_abs()), 4, '-'),
+        (local.month() as u32, 2, '-'),
+        (local.day() as u32, 2, 'T'),
+        (local.hour() as u32, 2, ':'),
+        (local.minute() as u32, 2, ':'),
+        (
+            local.second() as u32,
+            2,
+            if offset.seconds() < 0 { '-' } else { '+' },
+        ),
+    ];
+    for (value, width, then) in fields {
+        push_digits(&mut out, value, width);
+        out.push(then);
+    }
+    let seconds = offset.seconds().unsigned_abs();
+    push_digits(&mut out, seconds / 3600, 2);
+    out.push(':');
+    push_digits(&mut out, seconds / 60 % 60, 2);
+    if !seconds.is_multiple_of(60) {
+        out.push(':');
+        push_digits(&mut out, seconds % 60, 2);
+    }
+    out
+}
+
+/// `n` in exactly `width` decimal digits, zero-padded (`n` fits).
+fn push_digits(out: &mut String, n: u32, width: u32) {
+    for place in (0..width).rev() {
+        out.push(char::from(b'0' + (n / 10_u32.pow(place) % 10) as u8));
+    }
 }
 
 fn round(x: f64, scale: f64) -> f64 {
     (x * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same text as jiff's `strftime` with `%:z` (or `%::z` for offsets
+    /// with seconds), across zones with negative, half-hour, +14 h and
+    /// seconds-precision historical offsets, every 97 hours from 1899 to 2101.
+    #[test]
+    fn local_time_is_jiffs_iso_format() {
+        let zones = [
+            "UTC",
+            "Europe/London",
+            "America/Sao_Paulo",
+            "Asia/Kolkata",
+            "Pacific/Kiritimati",
+            "Etc/GMT+12",
+            "Africa/Monrovia",
+            "Europe/Amsterdam",
+            "America/St_Johns",
+        ];
+        let (first, last) = (-2_209_075_200_i64, 4_133_980_799_i64); // 1899-12-31, 2100-12-31
+        let (mut negative, mut with_seconds) = (0, 0);
+        for name in zones {
+            let tz = TimeZone::get(name).unwrap();
+            for second in (first..last).step_by(97 * 3600 + 17) {
+                let t = Timestamp::from_second(second).unwrap();
+                let zoned = t.to_zoned_datetime(tz.clone());
+                negative += usize::from(zoned.offset().seconds() < 0);
+                with_seconds += usize::from(zoned.offset().seconds() % 60 != 0);
+                let format = if zoned.offset().seconds() % 60 == 0 {
+                    "%Y-%m-%dT%H:%M:%S%:z"
+                } else {
+                    "%Y-%m-%dT%H:%M:%S%::z"
+                };
+                assert_eq!(local_time(t, &tz), zoned.strftime(format).to_string());
+            }
+        }
+        assert!(
+            negative > 1000 && with_seconds > 1000,
+            "{negative} {with_seconds}"
+        );
+    }
 }
