@@ -34,12 +34,14 @@ use anyhow::{Context, Result, bail};
 use body_limit::{Exceeded, LimitedBody};
 use bytes::Bytes;
 use flavour::Flavour;
+use http::uri::PathAndQuery;
 use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use invoke::{Failure, Invocation, Limits};
 use reply::Body;
 use reuse::Handler;
 use router::{RouteMatch, Router};
+use spin_headers::ClientAddr;
 use state::RequestState;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -108,6 +110,8 @@ pub struct Host {
     limits: Limits,
     admission: Admission,
     max_request_body: u64,
+    /// `spin-client-addr` of in-process requests.
+    in_process_client: ClientAddr,
 }
 
 /// The client address reported (`spin-client-addr`) for in-process requests.
@@ -185,6 +189,7 @@ impl Host {
             limits,
             admission: Admission::new(admission),
             max_request_body: options.max_request_body,
+            in_process_client: ClientAddr::new(IN_PROCESS_CLIENT),
         })
     }
 
@@ -197,7 +202,7 @@ impl Host {
     pub(crate) async fn handle<B>(
         &self,
         request: Request<B>,
-        client: SocketAddr,
+        client: &ClientAddr,
     ) -> (Response<Body>, Option<&str>)
     where
         B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
@@ -303,7 +308,7 @@ impl Host {
                 path_info: String::new(),
             },
         };
-        let request = with_spin_headers(request.map(full_body), &matched, IN_PROCESS_CLIENT);
+        let request = with_spin_headers(request.map(full_body), &matched, &self.in_process_client);
         let pre = match handler {
             Handler::Fresh(pre) => pre,
             // A reused instance has no instantiation of its own to time: all of
@@ -478,7 +483,7 @@ fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
 fn with_spin_headers<B>(
     request: Request<B>,
     matched: &RouteMatch<'_>,
-    client: SocketAddr,
+    client: &ClientAddr,
 ) -> Request<B> {
     let (mut parts, body) = request.into_parts();
     let authority = parts
@@ -488,10 +493,19 @@ fn with_spin_headers<B>(
         .or_else(|| parts.uri.authority().map(|a| a.as_str()))
         .unwrap_or("localhost")
         .to_string();
-    let path_and_query = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
     let full_url = format!("http://{authority}{path_and_query}");
     spin_headers::apply(&mut parts.headers, matched, &full_url, client);
-    if let Ok(uri) = Uri::try_from(full_url) {
+    // Built from its parts: only the authority is parsed again.
+    let mut uri = http::uri::Parts::default();
+    uri.scheme = Some(http::uri::Scheme::HTTP);
+    uri.authority = authority.parse().ok();
+    uri.path_and_query = Some(path_and_query);
+    if let Ok(uri) = Uri::from_parts(uri) {
         parts.uri = uri;
     }
     Request::from_parts(parts, body)

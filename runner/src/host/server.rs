@@ -1,6 +1,7 @@
 //! `spinbench serve`: the [`Host`] behind an HTTP/1.1 server (tokio + hyper).
 
 use super::Host;
+use super::spin_headers::ClientAddr;
 use anyhow::{Context, Result};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -112,9 +113,11 @@ fn serve_connection(
     // Small responses must not wait for Nagle's algorithm.
     let _ = stream.set_nodelay(true);
     let host = host.clone();
+    let client_header = ClientAddr::new(client);
     let service = service_fn(move |request| {
         let host = host.clone();
-        async move { Ok::<_, Infallible>(answer(&host, request, client, log_requests).await) }
+        let client = client_header.clone();
+        async move { Ok::<_, Infallible>(answer(&host, request, &client, log_requests).await) }
     });
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
@@ -137,7 +140,7 @@ fn serve_connection(
 async fn answer(
     host: &Host,
     request: hyper::Request<hyper::body::Incoming>,
-    client: SocketAddr,
+    client: &ClientAddr,
     log_requests: bool,
 ) -> hyper::Response<super::reply::Body> {
     let start = Instant::now();

@@ -15,6 +15,16 @@ pub const CLIENT_ADDR: HeaderName = HeaderName::from_static("spin-client-addr");
 /// Applications are always mounted at the root, as `spin up` does by default.
 const BASE: HeaderValue = HeaderValue::from_static("/");
 
+/// `spin-client-addr`, formatted once per connection rather than per request.
+#[derive(Debug, Clone)]
+pub struct ClientAddr(HeaderValue);
+
+impl ClientAddr {
+    pub fn new(addr: SocketAddr) -> Self {
+        Self(HeaderValue::try_from(addr.to_string()).expect("a socket address is header text"))
+    }
+}
+
 /// The headers that depend only on the route, built once when the router is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteHeaders {
@@ -39,7 +49,7 @@ pub fn apply(
     headers: &mut HeaderMap,
     matched: &RouteMatch<'_>,
     full_url: &str,
-    client: SocketAddr,
+    client: &ClientAddr,
 ) {
     let route: &Route = matched.route;
     let mut set = |name: HeaderName, value: Option<HeaderValue>| match value {
@@ -56,7 +66,7 @@ pub fn apply(
     set(BASE_PATH, Some(BASE));
     set(RAW_COMPONENT_ROUTE, route.headers.raw.clone());
     set(COMPONENT_ROUTE, route.headers.component_route.clone());
-    set(CLIENT_ADDR, HeaderValue::try_from(client.to_string()).ok());
+    set(CLIENT_ADDR, Some(client.0.clone()));
 }
 
 #[cfg(test)]
@@ -81,7 +91,7 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(CLIENT_ADDR, HeaderValue::from_static("spoofed"));
         let full_url = format!("http://localhost:3000{path_and_query}");
-        apply(&mut headers, &matched, &full_url, client);
+        apply(&mut headers, &matched, &full_url, &ClientAddr::new(client));
         headers
     }
 

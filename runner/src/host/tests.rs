@@ -56,8 +56,8 @@ async fn unknown_paths_get_the_glue_404() {
     let Some(host) = host("hello", "hello", "/hello", Duration::from_secs(30)) else {
         return;
     };
-    let client: SocketAddr = "127.0.0.1:1".parse().unwrap();
-    let (response, component) = host.handle(full_request("/nope"), client).await;
+    let client = ClientAddr::new("127.0.0.1:1".parse().unwrap());
+    let (response, component) = host.handle(full_request("/nope"), &client).await;
     assert_eq!(component, None);
     assert_eq!(response.status(), 404);
     let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -82,8 +82,8 @@ async fn a_waiting_guest_times_out_with_504() {
         return;
     };
     let start = Instant::now();
-    let client: SocketAddr = "127.0.0.1:1".parse().unwrap();
-    let (response, _) = host.handle(full_request("/io?ms=5000"), client).await;
+    let client = ClientAddr::new("127.0.0.1:1".parse().unwrap());
+    let (response, _) = host.handle(full_request("/io?ms=5000"), &client).await;
     assert_eq!(response.status(), 504);
     assert!(start.elapsed() < Duration::from_secs(3));
 }
