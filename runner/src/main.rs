@@ -6,6 +6,7 @@ mod host;
 mod manifest;
 mod procfs;
 mod report;
+mod rlimit;
 mod spin_build;
 mod stats;
 
@@ -148,6 +149,11 @@ fn seconds(flag: &str, value: f64) -> Result<Duration> {
 }
 
 fn main() -> Result<()> {
+    // The 10,000-user load scenario needs a socket per user in oha and in the
+    // server (children inherit the limit); `compare` checks it per scenario.
+    if let Err(e) = rlimit::raise_open_files() {
+        eprintln!("warning: could not raise the open-files limit: {e}");
+    }
     match Cli::parse().command {
         Command::Build(args) => build(args),
         Command::Serve(args) => serve(args),
