@@ -37,6 +37,14 @@ pub fn cpu_seconds(pid: u32) -> Result<f64> {
     parse_stat_cpu(&text).with_context(|| format!("parsing {path}"))
 }
 
+/// User + system CPU seconds of this process's children that have exited and
+/// been waited for (`cutime + cstime`).
+pub fn children_cpu_seconds() -> Result<f64> {
+    let path = "/proc/self/stat";
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    stat_seconds(&text, [16, 17]).with_context(|| format!("parsing {path}"))
+}
+
 pub fn parse_smaps_rollup(text: &str) -> Result<Memory> {
     Ok(Memory {
         rss_bytes: kib_field(text, "Rss:").ok_or_else(|| anyhow!("no Rss line"))?,
@@ -44,12 +52,44 @@ pub fn parse_smaps_rollup(text: &str) -> Result<Memory> {
     })
 }
 
-/// `utime + stime` in seconds. The command name (field 2) may contain spaces and
-/// parentheses, so fields are counted from the last `)`.
+/// CPU seconds the whole machine has spent busy so far (all cores: every
+/// state of /proc/stat's `cpu` line but idle and iowait).
+pub fn machine_busy_seconds() -> Result<f64> {
+    let path = "/proc/stat";
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    parse_machine_busy(&text).with_context(|| format!("parsing {path}"))
+}
+
+pub fn parse_machine_busy(text: &str) -> Result<f64> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .ok_or_else(|| anyhow!("no cpu line"))?;
+    let ticks = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse::<u64>().with_context(|| format!("field {f:?}")))
+        .collect::<Result<Vec<u64>>>()?;
+    if ticks.len() < 5 {
+        return Err(anyhow!("short cpu line {line:?}"));
+    }
+    // user nice system idle iowait irq softirq steal [guest guest_nice, already in user]
+    let busy: u64 = ticks.iter().take(8).sum::<u64>() - ticks[3] - ticks[4];
+    Ok(busy as f64 / TICKS_PER_SECOND)
+}
+
+/// `utime + stime` in seconds.
 pub fn parse_stat_cpu(text: &str) -> Result<f64> {
+    stat_seconds(text, [14, 15])
+}
+
+/// The sum of two clock-tick fields of a stat line (1-based, as in proc(5)), in
+/// seconds. The command name (field 2) may contain spaces and parentheses, so
+/// fields are counted from the last `)`.
+fn stat_seconds(text: &str, [a, b]: [usize; 2]) -> Result<f64> {
     let after_comm = &text[text.rfind(')').ok_or_else(|| anyhow!("no ')' in stat"))? + 1..];
     let fields: Vec<&str> = after_comm.split_whitespace().collect();
-    // after_comm starts at field 3 (state); utime and stime are fields 14 and 15.
+    // after_comm starts at field 3 (state).
     let tick = |i: usize| -> Result<f64> {
         let field = fields
             .get(i - 3)
@@ -58,7 +98,7 @@ pub fn parse_stat_cpu(text: &str) -> Result<f64> {
             .parse::<u64>()
             .with_context(|| format!("field {i} {field:?}"))? as f64)
     };
-    Ok((tick(14)? + tick(15)?) / TICKS_PER_SECOND)
+    Ok((tick(a)? + tick(b)?) / TICKS_PER_SECOND)
 }
 
 /// The value of a `Name:   123 kB` line, in bytes.
@@ -126,10 +166,17 @@ mod tests {
 
     #[test]
     fn parses_stat_with_awkward_command_name() {
-        let stat =
-            "7780 (my (odd) cmd) R 7774 7774 6205 0 -1 4194304 101 0 0 0 250 50 0 0 20 0 1 0 31512";
+        let stat = "7780 (my (odd) cmd) R 7774 7774 6205 0 -1 4194304 101 0 0 0 250 50 30 20 20 0 1 0 31512";
         assert_eq!(parse_stat_cpu(stat).unwrap(), 3.0);
+        assert_eq!(stat_seconds(stat, [16, 17]).unwrap(), 0.5);
         assert!(parse_stat_cpu("1 (x) R 2").is_err());
+    }
+
+    #[test]
+    fn parses_machine_busy() {
+        let stat = "cpu  100 5 50 1000 20 3 2 0 7 0\ncpu0 50 2 25 500 10 1 1 0 0 0\n";
+        assert_eq!(parse_machine_busy(stat).unwrap(), 1.6);
+        assert!(parse_machine_busy("cpu0 1 2 3 4 5\n").is_err());
     }
 
     #[test]

@@ -1,16 +1,16 @@
 //! Load: closed-loop virtual users with keep-alive for a fixed duration, driven by
-//! oha in its own process (so its CPU is not the server's). Records throughput,
-//! latency percentiles, errors, and, for local servers, the server's CPU use and
-//! its RSS before, during (peak) and after the load.
+//! oha in its own process (`oha`: how it is run and read). Records throughput,
+//! latency percentiles, errors, and, for local servers, the CPU used by the
+//! server, by oha and by the rest of the machine, and the server's RSS before,
+//! during (peak) and after the load.
 
 use super::hosts::{self, Cache, HostKind, Server};
-use super::http::Request;
-use super::{ECHO_BODY, Function, Paths, Plan, Run, SUNTIMES_QUERY};
+use super::oha::{self, OhaReport, Steady};
+use super::scenarios::{Scenario, check_open_files, scenarios};
+use super::{Function, Paths, Plan, Run};
 use crate::procfs;
 use crate::report::{Better, Metric};
-use anyhow::{Context, Result, bail};
-use serde::Deserialize;
-use std::collections::BTreeMap;
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -23,189 +23,72 @@ const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// How long the server gets to give memory back before "RSS after" (`--quick`: less).
 const SETTLE_AFTER_LOAD: Duration = Duration::from_secs(1);
 const SETTLE_AFTER_LOAD_QUICK: Duration = Duration::from_millis(200);
-
-/// One function's load: who sends what, and how the result is read.
-pub struct Scenario {
-    pub users: usize,
-    pub request: Request,
-    /// Body bytes per request when throughput is reported in MB/s (sha1).
-    pub mb_per_request: Option<f64>,
-    /// Report requests per second per core too (cpu).
-    pub per_core: bool,
-    /// The server holds each request this long (io): oha's run must outlast it.
-    pub min_duration: Duration,
+/// What one load run measured, whichever way oha's output was read.
+struct Figures {
+    /// `200` answers per second.
+    rate: f64,
+    /// p50, p90, p95 and p99, in ms.
+    latency_ms: [Option<f64>; 4],
+    max_ms: Option<f64>,
+    errors: u64,
 }
 
-impl Scenario {
-    pub fn describe(&self) -> String {
-        format!(
-            "{} users, {} {}{}",
-            self.users,
-            self.request.method,
-            self.request.target,
-            self.mb_per_request
-                .map_or(String::new(), |mb| format!(" ({mb:.0} MB body)"))
-        )
-    }
-}
+const PERCENTILES: [(&str, f64); 4] = [
+    ("latency_p50", 50.0),
+    ("latency_p90", 90.0),
+    ("latency_p95", 95.0),
+    ("latency_p99", 99.0),
+];
 
-/// The seeds' scenarios, sized for this machine (and smaller for `--quick`).
-pub fn scenario(f: &Function, cores: usize, quick: bool) -> Scenario {
-    let plain = |users, request| Scenario {
-        users,
-        request,
-        mb_per_request: None,
-        per_core: false,
-        min_duration: Duration::ZERO,
-    };
-    match f.name {
-        "hello" => plain(10, Request::get("/hello")),
-        "echo" => plain(
-            16,
-            Request {
-                method: "POST",
-                target: "/echo".into(),
-                content_type: Some("application/json"),
-                body: ECHO_BODY.into(),
-            },
-        ),
-        // Full speed: enough users to keep every core busy.
-        "suntimes" => plain(4 * cores, Request::get(SUNTIMES_QUERY)),
-        "cpu" => Scenario {
-            per_core: true,
-            ..plain(2 * cores, Request::get("/cpu?ms=1"))
-        },
-        // 1000 users each waiting 1 s: the ceiling is 1000 requests per second.
-        "io" if quick => Scenario {
-            min_duration: Duration::from_millis(300),
-            ..plain(100, Request::get("/io?ms=100"))
-        },
-        "io" => Scenario {
-            min_duration: Duration::from_secs(3),
-            ..plain(1000, Request::get("/io?ms=1000"))
-        },
-        "sha1" => {
-            let size: usize = if quick { 1 << 20 } else { 16 << 20 };
-            let body: Vec<u8> = (0..size)
-                .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
-                .collect();
-            Scenario {
-                mb_per_request: Some(size as f64 / 1e6),
-                ..plain(
-                    cores,
-                    Request {
-                        method: "POST",
-                        target: "/sha1".into(),
-                        content_type: Some("application/octet-stream"),
-                        body,
-                    },
-                )
-            }
+impl From<&OhaReport> for Figures {
+    fn from(r: &OhaReport) -> Figures {
+        Figures {
+            rate: r.ok_count() as f64 / r.summary.total.max(1e-9),
+            latency_ms: PERCENTILES.map(|(_, q)| r.latency_ms(&format!("p{q}"))),
+            max_ms: r.summary.slowest.map(|s| s * 1e3),
+            errors: r.error_count(),
         }
-        other => plain(1, Request::get(format!("/{other}"))),
     }
 }
 
-/// What oha reports (the fields we read; see oha's `print_json`). Times in seconds.
-#[derive(Debug, Deserialize)]
-pub struct OhaReport {
-    pub summary: OhaSummary,
-    #[serde(rename = "latencyPercentiles")]
-    pub latency_percentiles: BTreeMap<String, Option<f64>>,
-    #[serde(rename = "statusCodeDistribution")]
-    pub status_code_distribution: BTreeMap<String, u64>,
-    #[serde(rename = "errorDistribution")]
-    pub error_distribution: BTreeMap<String, u64>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct OhaSummary {
-    pub total: f64,
-    pub slowest: Option<f64>,
-}
-
-impl OhaReport {
-    pub fn ok_count(&self) -> u64 {
-        self.status_code_distribution
-            .get("200")
-            .copied()
-            .unwrap_or(0)
-    }
-
-    /// Non-200 answers and transport errors; requests cut off by the deadline
-    /// (in flight when the duration ended) are not errors.
-    pub fn error_count(&self) -> u64 {
-        let bad_status: u64 = self
-            .status_code_distribution
-            .iter()
-            .filter(|(s, _)| *s != "200")
-            .map(|(_, n)| n)
-            .sum();
-        let failed: u64 = self
-            .error_distribution
-            .iter()
-            .filter(|(e, _)| !e.contains("deadline"))
-            .map(|(_, n)| n)
-            .sum();
-        bad_status + failed
-    }
-
-    /// A latency percentile in ms (`p` as oha names it: "p50", "p99.9").
-    pub fn latency_ms(&self, p: &str) -> Option<f64> {
-        self.latency_percentiles
-            .get(p)
-            .copied()
-            .flatten()
-            .map(|s| s * 1e3)
+impl From<&Steady> for Figures {
+    fn from(s: &Steady) -> Figures {
+        Figures {
+            rate: s.rate,
+            latency_ms: PERCENTILES.map(|(_, q)| s.latency_ms(q)),
+            max_ms: s.latency_ms(100.0),
+            errors: s.errors,
+        }
     }
 }
 
-/// Runs oha once against `base` (e.g. `http://127.0.0.1:3000`) and parses its report.
-pub fn run_oha(
-    base: &str,
-    scenario: &Scenario,
-    duration: Duration,
-    body_file: Option<&Path>,
-) -> Result<OhaReport> {
-    let oha = hosts::on_path("oha")
-        .map_err(anyhow::Error::msg)
-        .context("oha is the load generator (cargo install oha --locked)")?;
-    let mut cmd = Command::new(oha);
-    let seconds = duration.max(scenario.min_duration).as_secs_f64();
-    cmd.args([
-        "--no-tui",
-        "--output-format",
-        "json",
-        "-c",
-        &scenario.users.to_string(),
-        "-z",
-        &format!("{}ms", (seconds * 1e3).round() as u64),
-    ]);
-    cmd.args(["-m", scenario.request.method]);
-    if let Some(ct) = scenario.request.content_type {
-        cmd.args(["-T", ct]);
+/// The separate warm-up of a scenario read from oha's summary (a steady-state
+/// one warms up inside its own run, before its window).
+fn warm_up(base: &str, scenario: &Scenario, plan: &Plan, body: Option<&Path>) -> Result<()> {
+    if scenario.ramp_up.is_none() {
+        oha::run_summary(base, scenario, plan.warmup, body).context("warm-up")?;
     }
-    if let Some(file) = body_file {
-        cmd.arg("-D").arg(file);
+    Ok(())
+}
+
+/// The timed run: oha's summary of `plan.load_duration`, or the steady state
+/// of a run of the ramp-up plus `plan.load_duration`, counted over the last
+/// `plan.load_duration` (`oha::Timeline::steady`).
+fn timed_run(base: &str, scenario: &Scenario, plan: &Plan, body: Option<&Path>) -> Result<Figures> {
+    match scenario.ramp_up {
+        None => Ok(Figures::from(&oha::run_summary(
+            base,
+            scenario,
+            plan.load_duration,
+            body,
+        )?)),
+        Some(ramp_up) => {
+            let run_for = ramp_up.max(plan.warmup) + plan.load_duration;
+            let timeline = oha::run_timeline(base, scenario, run_for, body)?;
+            let steady = timeline.steady(scenario.users, plan.load_duration.as_secs_f64())?;
+            Ok(Figures::from(&steady))
+        }
     }
-    cmd.arg(format!("{base}{}", scenario.request.target));
-    let out = cmd.stdin(Stdio::null()).output().context("running oha")?;
-    if !out.status.success() {
-        bail!(
-            "oha failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    serde_json::from_slice(&out.stdout).with_context(|| {
-        format!(
-            "parsing oha's JSON: {}",
-            String::from_utf8_lossy(&out.stdout)
-                .chars()
-                .take(300)
-                .collect::<String>()
-        )
-    })
 }
 
 /// The body of a scenario in a file, for oha's `-D`.
@@ -262,19 +145,32 @@ impl Drop for RssSampler {
     }
 }
 
-/// The figures of one load run, as metrics of `host`.
-fn oha_metrics(
+/// A metric of `scenario` on `host`, with the scenario's detail and `k`.
+fn metric(
     f: &str,
     host: &str,
     scenario: &Scenario,
-    report: &OhaReport,
+    name: &'static str,
+    unit: &'static str,
+    better: Better,
+) -> Metric {
+    let m = Metric::new(MEASUREMENT, f, host, name, unit, better).detail(scenario.describe());
+    match scenario.k {
+        Some(k) => m.k(k),
+        None => m,
+    }
+}
+
+/// The figures of one load run, as metrics of `host`.
+fn figure_metrics(
+    f: &str,
+    host: &str,
+    scenario: &Scenario,
+    figures: &Figures,
     cores: usize,
 ) -> Vec<Metric> {
-    let detail = scenario.describe();
-    let m = |metric, unit, better| {
-        Metric::new(MEASUREMENT, f, host, metric, unit, better).detail(detail.clone())
-    };
-    let rps = report.ok_count() as f64 / report.summary.total.max(1e-9);
+    let m = |name, unit, better| metric(f, host, scenario, name, unit, better);
+    let rps = figures.rate;
     let mut out = vec![match scenario.mb_per_request {
         Some(mb) => m("throughput", "MB/s", Better::Higher).value(rps * mb),
         None => m("throughput", "req/s", Better::Higher).value(rps),
@@ -282,25 +178,21 @@ fn oha_metrics(
     if scenario.per_core {
         out.push(m("throughput_per_core", "req/s/core", Better::Higher).value(rps / cores as f64));
     }
-    for (metric, p) in [
-        ("latency_p50", "p50"),
-        ("latency_p90", "p90"),
-        ("latency_p95", "p95"),
-        ("latency_p99", "p99"),
-    ] {
-        out.push(match report.latency_ms(p) {
-            Some(v) => m(metric, "ms", Better::Lower).value(v),
-            None => m(metric, "ms", Better::Lower).skipped("no successful requests"),
+    for ((name, _), v) in PERCENTILES.iter().zip(figures.latency_ms) {
+        out.push(match v {
+            Some(v) => m(name, "ms", Better::Lower).value(v),
+            None => m(name, "ms", Better::Lower).skipped("no successful requests"),
         });
     }
-    if let Some(max) = report.summary.slowest {
-        out.push(m("latency_max", "ms", Better::Lower).value(max * 1e3));
+    if let Some(max) = figures.max_ms {
+        out.push(m("latency_max", "ms", Better::Lower).value(max));
     }
-    out.push(m("errors", "count", Better::Lower).value(report.error_count() as f64));
+    out.push(m("errors", "count", Better::Lower).value(figures.errors as f64));
     out
 }
 
-/// Load on one locally started server: warm-up, timed run, CPU and RSS.
+/// Load on one locally started server: warm-up, timed run, the server's and
+/// oha's CPU, and the server's RSS.
 fn load_server(
     server: &Server,
     f: &Function,
@@ -314,13 +206,21 @@ fn load_server(
     let pid = server.pid();
     // Before the warm-up: the fresh server's footprint, which "after" is compared with.
     let rss_idle = procfs::rss_bytes(pid)?;
-    run_oha(&base, scenario, plan.warmup, body).context("warm-up")?;
+    warm_up(&base, scenario, plan, body)?;
     let sampler = RssSampler::start(pid);
     let cpu_before = procfs::cpu_seconds(pid)?;
+    // oha is the only child reaped during the timed run: its CPU time.
+    let client_before = procfs::children_cpu_seconds()?;
+    let machine_before = procfs::machine_busy_seconds()?;
     let started = Instant::now();
-    let report = run_oha(&base, scenario, plan.load_duration, body)?;
+    let figures = timed_run(&base, scenario, plan, body)?;
     let wall = started.elapsed().as_secs_f64();
     let cpu = (procfs::cpu_seconds(pid)? - cpu_before) / wall;
+    let client_cpu = (procfs::children_cpu_seconds()? - client_before) / wall;
+    // What the rest of the machine used meanwhile (this process, other work):
+    // on a shared machine, the sign that a figure was measured under contention.
+    let machine = (procfs::machine_busy_seconds()? - machine_before) / wall;
+    let other_cpu = (machine - cpu - client_cpu).max(0.0);
     let peak = sampler.peak();
     std::thread::sleep(if plan.quick {
         SETTLE_AFTER_LOAD_QUICK
@@ -329,60 +229,67 @@ fn load_server(
     });
     let rss_after = procfs::rss_bytes(pid)?;
 
-    let mut out = oha_metrics(f.name, host, scenario, &report, cores);
-    let detail = scenario.describe();
-    let m = |metric, unit, better| {
-        Metric::new(MEASUREMENT, f.name, host, metric, unit, better).detail(detail.clone())
-    };
+    let mut out = figure_metrics(f.name, host, scenario, &figures, cores);
+    let m = |name, unit, better| metric(f.name, host, scenario, name, unit, better);
     out.push(m("server_cpu", "cores", Better::Lower).value(cpu));
+    out.push(m("client_cpu", "cores", Better::Lower).value(client_cpu));
+    out.push(m("other_cpu", "cores", Better::Lower).value(other_cpu));
     out.push(m("rss_before", "bytes", Better::Lower).value(rss_idle as f64));
     out.push(m("rss_peak", "bytes", Better::Lower).value(peak.max(rss_idle) as f64));
     out.push(m("rss_after", "bytes", Better::Lower).value(rss_after as f64));
     Ok(out)
 }
 
-/// `compare`'s load measurement: every function on every host, each host fresh.
+/// `compare`'s load measurement: every scenario of every function on every
+/// host, each host started fresh for each scenario.
 pub fn measure_compare(run: &mut Run) -> Result<()> {
     let cores = run.report.machine.cores;
-    let mut targets: Vec<(&Function, HostKind, Option<PathBuf>)> = Vec::new();
-    for f in &run.plan.functions {
-        for h in &run.plan.hosts {
-            targets.push((f, *h, None));
-        }
+    let all: Vec<(&Function, Scenario)> = run
+        .plan
+        .functions
+        .iter()
+        .flat_map(|f| {
+            scenarios(f, cores, run.plan.quick)
+                .into_iter()
+                .map(move |s| (*f, s))
+        })
+        .collect();
+    // (scenario, host, the native sha1 without SHA instructions instead of the host's server)
+    let mut targets: Vec<(usize, HostKind, bool)> = Vec::new();
+    for (i, (f, _)) in all.iter().enumerate() {
+        targets.extend(run.plan.hosts.iter().map(|h| (i, *h, false)));
         if f.name == "sha1" && run.plan.has_host(HostKind::Native) {
-            targets.push((f, HostKind::Native, Some(run.paths.soft_sha1_binary())));
+            targets.push((i, HostKind::Native, true));
         }
     }
     let bar = run.progress("load", targets.len());
-    for (f, kind, soft) in targets {
+    for (i, kind, soft) in targets {
+        let (f, scenario) = (all[i].0, &all[i].1);
+        let soft = soft.then(|| run.paths.soft_sha1_binary());
         let host = if soft.is_some() {
             "native-soft-sha".to_string()
         } else {
             kind.name().to_string()
         };
-        bar.set_message(format!("{} on {host}", f.name));
-        let scenario = scenario(f, cores, run.plan.quick);
-        let metrics = match load_target(
-            &run.paths,
-            &run.plan,
+        bar.set_message(format!("{} ({} users) on {host}", f.name, scenario.users));
+        let target = Target {
             f,
             kind,
-            soft.as_deref(),
-            &host,
-            &scenario,
-            cores,
-        ) {
+            soft: soft.as_deref(),
+            host: &host,
+            scenario,
+        };
+        let metrics = match load_target(&run.paths, &run.plan, &target, cores) {
             Ok(metrics) => metrics,
             Err(Skip(why)) => vec![
-                Metric::new(
-                    MEASUREMENT,
+                metric(
                     f.name,
                     &host,
+                    scenario,
                     "throughput",
                     "req/s",
                     Better::Higher,
                 )
-                .detail(scenario.describe())
                 .skipped(why),
             ],
         };
@@ -404,33 +311,39 @@ impl From<anyhow::Error> for Skip {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn load_target(
-    paths: &Paths,
-    plan: &Plan,
-    f: &Function,
+/// One scenario on one host.
+struct Target<'a> {
+    f: &'a Function,
     kind: HostKind,
-    soft: Option<&Path>,
-    host: &str,
-    scenario: &Scenario,
-    cores: usize,
-) -> Result<Vec<Metric>, Skip> {
+    /// The native sha1 without SHA instructions, instead of `kind`'s server.
+    soft: Option<&'a Path>,
+    host: &'a str,
+    scenario: &'a Scenario,
+}
+
+fn load_target(paths: &Paths, plan: &Plan, t: &Target, cores: usize) -> Result<Vec<Metric>, Skip> {
+    if let Some(why) = t.scenario.skip {
+        return Err(Skip(why.into()));
+    }
+    check_open_files(t.scenario).map_err(Skip)?;
     let addr = hosts::free_addr()?;
     let mut cmd =
-        hosts::command(kind, f, paths, &Cache::Dir(paths.cache_dir()), addr).map_err(Skip)?;
-    if let Some(soft) = soft {
+        hosts::command(t.kind, t.f, paths, &Cache::Dir(paths.cache_dir()), addr).map_err(Skip)?;
+    hosts::allow_concurrency(&mut cmd, t.kind, t.scenario.users).map_err(Skip)?;
+    if let Some(soft) = t.soft {
         let bin = ensure_soft_sha1(paths, plan).map_err(Skip)?;
         debug_assert_eq!(bin, soft);
         cmd = Command::new(bin);
         cmd.arg("--listen").arg(addr.to_string());
     }
-    let body = body_file(&paths.work, f, scenario)?;
-    let (server, _) = Server::start(cmd, addr, &(f.probe)(), &format!("load-{}-{host}", f.name))?;
+    let body = body_file(&paths.work, t.f, t.scenario)?;
+    let label = format!("load-{}-{}-{}", t.f.name, t.scenario.users, t.host);
+    let (server, _) = Server::start(cmd, addr, &(t.f.probe)(), &label)?;
     Ok(load_server(
         &server,
-        f,
-        host,
-        scenario,
+        t.f,
+        t.host,
+        t.scenario,
         plan,
         body.as_deref(),
         cores,
@@ -519,26 +432,29 @@ pub fn main(args: LoadArgs) -> Result<()> {
     let work = std::env::temp_dir().join(format!("spinbench-load-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
     for f in &plan.functions {
-        eprintln!("load: {} against {base}", f.name);
-        let scenario = scenario(f, cores, plan.quick);
-        let body = body_file(&work, f, &scenario)?;
-        let result = run_oha(&base, &scenario, plan.warmup, body.as_deref())
-            .and_then(|_| run_oha(&base, &scenario, plan.load_duration, body.as_deref()));
-        match result {
-            Ok(oha) => oha_metrics(f.name, "remote", &scenario, &oha, cores)
-                .into_iter()
-                .for_each(|m| report.push(m)),
-            Err(e) => report.push(
-                Metric::new(
-                    MEASUREMENT,
-                    f.name,
-                    "remote",
-                    "throughput",
-                    "req/s",
-                    Better::Higher,
-                )
-                .skipped(format!("{e:#}")),
-            ),
+        for scenario in scenarios(f, cores, plan.quick) {
+            eprintln!("load: {} against {base}", scenario.describe());
+            let m = |name, unit, better| metric(f.name, "remote", &scenario, name, unit, better);
+            let ready = match scenario.skip {
+                Some(why) => Err(why.to_string()),
+                None => check_open_files(&scenario),
+            };
+            let result = match ready {
+                Err(why) => Err(anyhow::anyhow!(why)),
+                Ok(()) => body_file(&work, f, &scenario).and_then(|body| {
+                    let body = body.as_deref();
+                    warm_up(&base, &scenario, &plan, body)?;
+                    timed_run(&base, &scenario, &plan, body)
+                }),
+            };
+            match result {
+                Ok(figures) => figure_metrics(f.name, "remote", &scenario, &figures, cores)
+                    .into_iter()
+                    .for_each(|m| report.push(m)),
+                Err(e) => {
+                    report.push(m("throughput", "req/s", Better::Higher).skipped(format!("{e:#}")))
+                }
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&work);
@@ -554,20 +470,35 @@ pub fn main(args: LoadArgs) -> Result<()> {
 mod tests {
     use super::*;
 
-    const OHA_JSON: &str = r#"{"summary":{"successRate":1.0,"total":2.0,"slowest":0.004,"fastest":0.0001,"average":0.001,
-        "requestsPerSec":1000.0,"totalData":26000,"sizePerRequest":13,"sizePerSec":13000.0},
-        "latencyPercentiles":{"p10":0.0002,"p50":0.0005,"p90":0.001,"p95":0.0015,"p99":0.003,"p99.9":0.0039},
-        "statusCodeDistribution":{"200":1990,"500":2},
-        "errorDistribution":{"aborted due to deadline":8,"connection reset":1}}"#;
-
     #[test]
-    fn reads_oha_json() {
-        let r: OhaReport = serde_json::from_str(OHA_JSON).unwrap();
-        assert_eq!((r.ok_count(), r.error_count()), (1990, 3));
-        assert_eq!(r.latency_ms("p99"), Some(3.0));
+    fn metrics_of_a_summary_run() {
+        let r: OhaReport = serde_json::from_str(
+            r#"{"summary":{"total":2.0,"slowest":0.004},"latencyPercentiles":{"p50":0.0005,"p90":0.001,"p95":0.0015,"p99":0.003},
+            "statusCodeDistribution":{"200":1990,"500":2},"errorDistribution":{"aborted due to deadline":8,"connection reset":1}}"#,
+        )
+        .unwrap();
         let f = super::super::function("hello").unwrap();
-        let metrics = oha_metrics("hello", "wasm", &scenario(f, 2, true), &r, 2);
+        let s = &scenarios(f, 2, true)[0];
+        let metrics = figure_metrics("hello", "wasm", s, &Figures::from(&r), 2);
+        let value = |name| {
+            metrics
+                .iter()
+                .find(|m| m.metric == name)
+                .and_then(Metric::p50)
+        };
         assert_eq!(metrics[0].metric, "throughput");
-        assert_eq!(metrics[0].p50(), Some(995.0));
+        assert_eq!(value("throughput"), Some(995.0));
+        assert_eq!(value("latency_p95"), Some(1.5));
+        assert_eq!(value("latency_max"), Some(4.0));
+        assert_eq!(value("errors"), Some(3.0));
+        assert!(metrics.iter().all(|m| m.k.is_none()));
+        let io = &scenarios(super::super::function("io").unwrap(), 2, false)[1];
+        let m = metric("io", "wasm", io, "throughput", "req/s", Better::Higher);
+        assert_eq!(m.k, Some(10_000));
+        assert!(
+            m.detail
+                .unwrap()
+                .starts_with("10000 users, GET /io?ms=1000")
+        );
     }
 }

@@ -9,7 +9,9 @@ pub mod http;
 pub mod instance_cold_start;
 pub mod load;
 pub mod memory;
+pub mod oha;
 pub mod process_cold_start;
+pub mod scenarios;
 
 use crate::report::{Metric, Report};
 use anyhow::{Context, Result, bail};
@@ -52,7 +54,7 @@ pub struct CompareArgs {
     /// Process starts per host for the process cold start.
     #[arg(long, default_value_t = 20)]
     pub runs: usize,
-    /// A run under a minute: 1 s loads, 100 samples, 5 starts, K up to 100.
+    /// A run under a minute: 1 s loads, 100 samples, 5 starts, K up to 100, no 10,000-user io load.
     #[arg(long)]
     pub quick: bool,
     /// Where `<timestamp>/report.json` and friends are written.

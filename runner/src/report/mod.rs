@@ -26,7 +26,8 @@
 //!       "metric": "total", "instantiate", "handle", "first_200", "wasm_size", ...,
 //!       "unit": "us" | "ms" | "bytes" | "req/s" | "req/s/core" | "MB/s" | "cores" | "count",
 //!       "better": "lower" | "higher",
-//!       "k": 100 | null,            // memory: concurrently live instances
+//!       "k": 100 | null,            // memory: concurrently live instances;
+//!                                   // load: the users of an io scenario (io has two)
 //!       "detail": "16 users, POST /echo" | null,
 //!       "summary": { "n", "min", "p50", "p90", "p99", "max", "mean",
 //!                    "mad", "rel_spread", "outliers" } | null,   // null when skipped
@@ -39,7 +40,8 @@
 //! ```
 //!
 //! A load run is one observation per host and metric, so its `summary` has `n` = 1
-//! (latency percentiles are oha's, over all requests of the run).
+//! (latency percentiles are oha's, over all requests of the run; for the io
+//! scenarios, read in steady state, over the requests started in the window).
 
 pub mod charts;
 pub mod table;
