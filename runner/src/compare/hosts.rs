@@ -303,10 +303,11 @@ const MAPS_BESIDES_POOL: usize = 2_000;
 ///   failed allocation). WASIp3 reuse needs fewer instances (16 requests each),
 ///   but its admission cap counts requests, so it gets the same flags.
 /// - `wasmtime serve` takes at most 1,000 connections and 1,000 requests at
-///   once, and its pool's 1,000 core instances hold ~160 live `io` instances
-///   (measured: past them, `500`s with "maximum concurrent limit of 1000 for core
-///   instances reached"). Past 100 users it gets the runner's pool shape (Spin's
-///   factors: per instance 1 memory, 2 tables, 1 stack, 4 core instances).
+///   once, and its pool's 1,000 core instances hold 300 to 350 live `io`
+///   instances (measured: 300 users get only `200`s, 350 mostly `500`s,
+///   "maximum concurrent limit of 1000 for core instances reached"). Past 100
+///   users it gets the runner's pool shape (Spin's factors: per instance 1
+///   memory, 2 tables, 1 stack, 4 core instances).
 /// - `spin up` sizes its pool from `SPIN_*` environment variables (spin-core's
 ///   engine config; 1,000 instances, 4,000 core instances by default). Not
 ///   exercised here: `spin` is not installed on the machine this was written on.

@@ -308,7 +308,10 @@ impl Timeline {
     pub fn steady(&self, users: usize, window: f64) -> Result<Steady> {
         let ramp = self.ramp_up(users).with_context(|| {
             let connected = self.answered.iter().filter(|a| a.connected).count();
-            format!("only {connected} of {users} users got an answer")
+            format!(
+                "only {connected} of {users} users got an answer in a {:.1} s run",
+                self.deadline
+            )
         })?;
         let from = ramp.max(self.deadline - window);
         let to = self.deadline;
