@@ -87,19 +87,26 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
         );
     }
 
-    // Load: every request answered, and something was served.
+    // Load: every request answered, and something was served. A scenario that
+    // runs in full runs only (io at 10,000 users) is reported as skipped.
+    let mut served = 0;
     for m in metrics(&report, "load", "wasm") {
-        if m["metric"] == "errors" {
-            assert_eq!(
-                m["summary"]["p50"].as_f64(),
-                Some(0.0),
-                "errors under load: {m}"
+        let Some(p50) = m["summary"]["p50"].as_f64() else {
+            assert!(
+                m["skipped"].is_string(),
+                "neither figure nor skip reason: {m}"
             );
+            continue;
+        };
+        if m["metric"] == "errors" {
+            assert_eq!(p50, 0.0, "errors under load: {m}");
         }
         if m["metric"] == "throughput" {
-            assert!(m["summary"]["p50"].as_f64().unwrap() > 0.0, "{m}");
+            assert!(p50 > 0.0, "{m}");
+            served += 1;
         }
     }
+    assert!(served >= functions.len(), "a throughput for every function");
 
     // Hosts that are not installed are reported as skipped, never faked.
     for (host, program) in [("spin", "spin"), ("wasmtime-serve", "wasmtime")] {
