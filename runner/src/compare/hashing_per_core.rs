@@ -5,9 +5,8 @@
 //! 4 KiB blocks as the reference for what this CPU can do.
 
 use super::hosts::HostKind;
+use super::instance_cold_start::in_process_host;
 use super::{Function, Run};
-use crate::host::{Host, HostOptions};
-use crate::manifest::Manifest;
 use crate::report::{Better, Metric};
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
@@ -97,16 +96,7 @@ fn native(body: &[u8], samples: usize) -> Vec<f64> {
 /// One request at a time into a fresh (or, `p3`, reused) instance: one core's
 /// worth of guest hashing, plus moving the body into the guest.
 async fn wasm(run: &Run, f: &Function, p3: bool, body: &Bytes, samples: usize) -> Result<Vec<f64>> {
-    let manifest = if p3 {
-        super::hosts::p3_function_manifest(&run.paths, f).map_err(anyhow::Error::msg)?
-    } else {
-        run.paths.function_manifest(f)?
-    };
-    let options = HostOptions {
-        cache_dir: Some(run.paths.cache_dir()),
-        ..HostOptions::default()
-    };
-    let host = Host::new(&Manifest::load(&manifest)?, &options).context("loading the component")?;
+    let host = in_process_host(run, f, p3)?;
     let mut out = Vec::with_capacity(samples);
     for i in 0..WARMUP + samples {
         let request = http::Request::post("http://localhost/sha1")

@@ -99,21 +99,7 @@ fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) ->
 /// [total, instantiate, handle] in µs for `samples` fresh instances (or, `p3`,
 /// requests on reused WASIp3 instances).
 async fn time_instances(run: &Run, f: &Function, p3: bool) -> Result<[Vec<f64>; 3]> {
-    let wasm = run.paths.wasm_file(f);
-    if !wasm.is_file() {
-        bail!("{} not found (build it first)", wasm.display());
-    }
-    let manifest = if p3 {
-        super::hosts::p3_function_manifest(&run.paths, f).map_err(anyhow::Error::msg)?
-    } else {
-        run.paths.function_manifest(f)?
-    };
-    let manifest = Manifest::load(&manifest)?;
-    let options = HostOptions {
-        cache_dir: Some(run.paths.cache_dir()),
-        ..HostOptions::default()
-    };
-    let host = Host::new(&manifest, &options).context("loading the component")?;
+    let host = in_process_host(run, f, p3)?;
     let probe = (f.probe)();
     let n = run.plan.samples;
     let mut out = [
@@ -143,6 +129,26 @@ async fn time_instances(run: &Run, f: &Function, p3: bool) -> Result<[Vec<f64>; 
         }
     }
     Ok(out)
+}
+
+/// `f`'s component (its WASIp3 build if `p3`) loaded into an in-process [`Host`],
+/// with compiled code from the run's cache.
+pub fn in_process_host(run: &Run, f: &Function, p3: bool) -> Result<Host> {
+    let wasm = run.paths.wasm_file(f);
+    if !wasm.is_file() {
+        bail!("{} not found (build it first)", wasm.display());
+    }
+    let manifest = if p3 {
+        super::hosts::p3_function_manifest(&run.paths, f).map_err(anyhow::Error::msg)?
+    } else {
+        run.paths.function_manifest(f)?
+    };
+    let manifest = Manifest::load(&manifest)?;
+    let options = HostOptions {
+        cache_dir: Some(run.paths.cache_dir()),
+        ..HostOptions::default()
+    };
+    Host::new(&manifest, &options).context("loading the component")
 }
 
 fn http_request(probe: &Request) -> Result<http::Request<Bytes>> {
