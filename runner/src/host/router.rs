@@ -28,6 +28,16 @@ pub enum RoutePattern {
     Prefix(String),
 }
 
+impl RoutePattern {
+    /// The route without its wildcard (`spin-component-route`): `/static` for
+    /// `/static/...`.
+    pub fn path(&self) -> &str {
+        match self {
+            RoutePattern::Exact(path) | RoutePattern::Prefix(path) => path,
+        }
+    }
+}
+
 /// A request path resolved to its route.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteMatch<'a> {
@@ -50,21 +60,13 @@ impl Route {
             }
             None => RoutePattern::Exact(raw.clone()),
         };
-        let mut route = Self {
+        let headers = RouteHeaders::new(&raw, pattern.path());
+        Ok(Self {
             raw,
             pattern,
             component: trigger.component.clone(),
-            headers: RouteHeaders::new("", ""),
-        };
-        route.headers = RouteHeaders::new(&route.raw, route.component_route());
-        Ok(route)
-    }
-
-    /// The route without its wildcard (`spin-component-route`): `/static` for `/static/...`.
-    pub fn component_route(&self) -> &str {
-        match &self.pattern {
-            RoutePattern::Exact(path) | RoutePattern::Prefix(path) => path,
-        }
+            headers,
+        })
     }
 
     /// `Some(path_info)` when the route serves `path`.
@@ -201,7 +203,7 @@ mod tests {
         ]);
         let routes: Vec<&str> = ["files", "all", "hello"]
             .iter()
-            .map(|c| r.route_of(c).unwrap().component_route())
+            .map(|c| r.route_of(c).unwrap().pattern.path())
             .collect();
         assert_eq!(routes, ["/static", "", "/hello"]);
     }
