@@ -19,8 +19,7 @@ impl Flavour {
     /// `wasi:http/handler@0.3.x`, else WASIp2. Only the outer component's export
     /// names are read; nested modules' and components' exports are not the component's.
     pub fn of(component: &[u8]) -> Result<Self> {
-        // Nesting depth: exports of nested components and modules are not the
-        // component's own.
+        // Inside a nested module or component while > 0.
         let mut depth = 0usize;
         for payload in Parser::new(0).parse_all(component) {
             match payload.context("reading the component's exports")? {

@@ -226,11 +226,12 @@ impl WorkerState for Worker {
     fn drop(&self, store: Store<RequestState>, result: wasmtime::Result<()>) {
         // A trap or a deadline: the instance goes, with its store and pool slot.
         if let Err(error) = result {
-            let expired = format!("{error}") == "guest timed out";
+            let message = error.to_string();
+            let expired = message == "guest timed out";
             // wasmtime-wasi-http reports "worker panicked" whenever a worker's
             // future is dropped unfinished, which is also what happens to idle
             // workers when the runtime shuts down; only a real panic unwinds.
-            let shut_down = format!("{error}") == "worker panicked" && !std::thread::panicking();
+            let shut_down = message == "worker panicked" && !std::thread::panicking();
             if !expired && !shut_down {
                 eprintln!("error: WASIp3 instance dropped: {error}");
             }
