@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod contract;
+
 /// The six functions: (spin component id and route, native binary name).
 pub const FUNCTIONS: [&str; 6] = ["hello", "echo", "cpu", "io", "suntimes", "sha1"];
 
@@ -342,6 +344,81 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
         data = &data[(size + 2).min(data.len())..];
     }
     body
+}
+
+/// The full path of `program` if it is on `PATH` (hosts this repository does not
+/// build: `spin`, `wasmtime`).
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+}
+
+impl Server {
+    /// Starts `command` as given (its own arguments say where it listens: `addr`),
+    /// with stdout and stderr in the log, and waits until it accepts.
+    pub fn start_command(name: &str, mut command: Command, addr: SocketAddr) -> Server {
+        let log = log_path(name, addr.port());
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(File::create(&log).expect("log file"))
+            .stderr(File::create(&log).expect("log file"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        let mut server = Server { child, addr, log };
+        server.wait_until_accepting(Duration::from_secs(120));
+        server
+    }
+
+    /// A free loopback address for [`Server::start_command`].
+    pub fn free_addr() -> SocketAddr {
+        free_loopback_addr()
+    }
+}
+
+/// A server whose process leads its own process group (spawn its command with
+/// `process_group(0)`), stopped with the whole group when dropped: `spin up`
+/// serves from a `spin trigger http` child, which killing `spin up` alone leaves
+/// running.
+pub struct GroupServer {
+    pub server: Server,
+}
+
+impl GroupServer {
+    /// The group's id: its leader's pid.
+    pub fn pgid(&self) -> u32 {
+        self.server.pid()
+    }
+
+    /// Whether any process of the group is still alive (`kill -0 -PGID`).
+    pub fn group_alive(pgid: u32) -> bool {
+        signal_group("-0", pgid)
+    }
+}
+
+impl Drop for GroupServer {
+    fn drop(&mut self) {
+        let pgid = self.pgid();
+        signal_group("-TERM", pgid);
+        let start = Instant::now();
+        while GroupServer::group_alive(pgid) && start.elapsed() < Duration::from_secs(5) {
+            // Reaps the leader once it exits, so that it stops counting as alive.
+            let _ = self.server.child.try_wait();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        signal_group("-KILL", pgid);
+    }
+}
+
+/// Sends `signal` to every process of group `pgid` with kill(1); whether it reached one.
+fn signal_group(signal: &str, pgid: u32) -> bool {
+    Command::new("kill")
+        .args([signal, "--", &format!("-{pgid}")])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 #[cfg(test)]
