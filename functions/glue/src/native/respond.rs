@@ -2,6 +2,7 @@
 
 use super::Server;
 use super::body::BodyReader;
+use super::compute::ComputePool;
 use crate::{ApiError, Handler, Head, Reply};
 use bytes::Bytes;
 use http_body_util::Full;
@@ -65,10 +66,7 @@ async fn answer(server: &'static Server, req: Request<Incoming>) -> Result<Reply
 }
 
 /// Runs `work` on the blocking pool when the endpoint is CPU-bound, here otherwise.
-async fn call<T, F>(
-    compute: Option<&'static super::compute::ComputePool>,
-    work: F,
-) -> Result<T, ApiError>
+async fn call<T, F>(compute: Option<&'static ComputePool>, work: F) -> Result<T, ApiError>
 where
     T: Send + 'static,
     F: FnOnce() -> Result<T, ApiError> + Send + 'static,
