@@ -70,6 +70,15 @@ impl Server {
         )
     }
 
+    /// `<name>-native` with extra arguments (its limits' flags).
+    pub fn native_with(function: &str, args: &[&str]) -> Server {
+        Server::start(
+            function,
+            &artifact(&format!("release/{function}-native")),
+            args,
+        )
+    }
+
     /// `spinbench serve` over the repo's spin.toml, with its own compiled-code cache.
     pub fn runner(extra_args: &[&str]) -> Server {
         Server::runner_with(&workspace_root().join("spin.toml"), extra_args)
@@ -328,6 +337,29 @@ pub fn parse_response(raw: &[u8]) -> Answer {
         content_type: header("content-type").unwrap_or_default(),
         body,
     }
+}
+
+/// Reads one `Content-Length`-framed response from a kept-alive connection, leaving
+/// the connection open; an error if it closes or its read timeout passes first.
+pub fn read_response(stream: &mut TcpStream) -> std::io::Result<Answer> {
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        raw.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body)?;
+    raw.extend_from_slice(&body);
+    Ok(parse_response(&raw))
 }
 
 fn dechunk(mut data: &[u8]) -> Vec<u8> {
