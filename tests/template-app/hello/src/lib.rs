@@ -1,3 +1,6 @@
+// The template's code, unchanged, for the component only (see Cargo.toml).
+#![cfg(target_arch = "wasm32")]
+
 use spin_sdk::http::{IntoResponse, Request, Response};
 use spin_sdk::http_component;
 
