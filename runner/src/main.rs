@@ -2,6 +2,7 @@
 //! compares them with native builds of the same code.
 
 mod compare;
+mod duration;
 mod host;
 mod manifest;
 mod procfs;
@@ -12,9 +13,10 @@ mod stats;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
+use duration::DurationArg;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(name = "spinbench", version, about)]
@@ -37,9 +39,15 @@ enum Command {
 
 #[derive(Args)]
 struct ManifestArg {
-    /// The Spin manifest (v2).
-    #[arg(long, default_value = "spin.toml")]
-    manifest: PathBuf,
+    /// The application: a Spin manifest (v2) file, or a directory holding spin.toml (as `spin up -f`).
+    #[arg(short = 'f', long = "from", visible_alias = "manifest", alias = "file", default_value = manifest::DEFAULT_FILE)]
+    from: PathBuf,
+}
+
+impl ManifestArg {
+    fn load(&self) -> Result<manifest::Manifest> {
+        manifest::Manifest::load(&manifest::resolve_path(&self.from))
+    }
 }
 
 #[derive(Args)]
@@ -53,7 +61,7 @@ struct ServeArgs {
     #[command(flatten)]
     manifest: ManifestArg,
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:3000")]
+    #[arg(long, env = "SPIN_HTTP_LISTEN_ADDR", default_value = "127.0.0.1:3000")]
     listen: SocketAddr,
     /// Where compiled components are cached [default: $XDG_CACHE_HOME/spinbench or ~/.cache/spinbench].
     #[arg(long)]
@@ -61,9 +69,9 @@ struct ServeArgs {
     /// Compile every component at start, neither reading nor writing the cache.
     #[arg(long, conflicts_with = "cache_dir")]
     no_cache: bool,
-    /// Per-request wall-clock limit in seconds; past it the request gets a 504.
-    #[arg(long, default_value_t = 30.0)]
-    request_timeout: f64,
+    /// Per-request wall-clock limit (30s, 500ms, or seconds); past it the request gets a 504.
+    #[arg(long, default_value_t = DurationArg(host::HostOptions::default().request_timeout))]
+    request_timeout: DurationArg,
     /// Pooling allocator slots (virtual address space only); must exceed --max-concurrent.
     #[arg(long, default_value_t = host::PoolSizing::default().max_instances)]
     max_instances: u32,
@@ -73,9 +81,9 @@ struct ServeArgs {
     /// Requests that may wait for an instance at once; beyond it, an immediate 503.
     #[arg(long, default_value_t = host::AdmissionLimits::default().max_queued)]
     max_queued: usize,
-    /// Seconds a queued request waits for an instance before its 503.
-    #[arg(long, default_value_t = host::AdmissionLimits::default().queue_timeout.as_secs_f64())]
-    queue_timeout: f64,
+    /// How long a queued request waits for an instance before its 503.
+    #[arg(long, default_value_t = DurationArg(host::AdmissionLimits::default().queue_timeout))]
+    queue_timeout: DurationArg,
     /// Linear memory cap per instance in MiB; a guest allocating past it traps (500).
     #[arg(long, default_value_t = host::PoolSizing::default().max_memory_size >> 20)]
     max_instance_memory: usize,
@@ -85,12 +93,21 @@ struct ServeArgs {
     /// Request head cap in bytes (request line and headers, min 8192); past it, 431.
     #[arg(long, default_value_t = host::DEFAULT_MAX_HEADER_BYTES)]
     max_header_bytes: usize,
-    /// Seconds a client has to send a request head, counted from its first byte or, on an idle keep-alive connection, from the last response (slowloris guard and idle timeout).
-    #[arg(long, default_value_t = host::DEFAULT_HEADER_READ_TIMEOUT.as_secs_f64())]
-    header_read_timeout: f64,
-    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
-    #[arg(long, default_value_t = host::DEFAULT_SHUTDOWN_GRACE.as_secs_f64())]
-    shutdown_grace: f64,
+    /// How long a client has to send a request head, counted from its first byte or, on an idle keep-alive connection, from the last response (slowloris guard and idle timeout).
+    #[arg(long, default_value_t = DurationArg(host::DEFAULT_HEADER_READ_TIMEOUT))]
+    header_read_timeout: DurationArg,
+    /// How long in-flight requests get to finish after SIGTERM/SIGINT.
+    #[arg(long, default_value_t = DurationArg(host::DEFAULT_SHUTDOWN_GRACE))]
+    shutdown_grace: DurationArg,
+    /// WASIp3 components: requests one instance serves before it is dropped (Spin's flag).
+    #[arg(long, default_value_t = host::ReuseLimits::default().max_requests)]
+    max_instance_reuse_count: usize,
+    /// WASIp3 components: requests one instance serves at once (Spin's flag).
+    #[arg(long, default_value_t = host::ReuseLimits::default().max_concurrent)]
+    max_instance_concurrent_reuse_count: usize,
+    /// WASIp3 components: how long an idle instance is kept for the next request (Spin's flag and variable).
+    #[arg(long, env = "SPIN_HTTP_IDLE_INSTANCE_TIMEOUT_SECS", default_value_t = DurationArg(host::ReuseLimits::default().idle_timeout))]
+    idle_instance_timeout: DurationArg,
     /// Log one line per request on stderr.
     #[arg(long)]
     log_requests: bool,
@@ -117,9 +134,14 @@ impl ServeArgs {
                 self.max_instance_memory
             );
         }
+        if self.max_instance_reuse_count == 0 || self.max_instance_concurrent_reuse_count == 0 {
+            anyhow::bail!(
+                "--max-instance-reuse-count and --max-instance-concurrent-reuse-count must be at least 1"
+            );
+        }
         Ok(host::HostOptions {
             cache_dir,
-            request_timeout: seconds("--request-timeout", self.request_timeout)?,
+            request_timeout: self.request_timeout.0,
             pool: host::PoolSizing {
                 max_instances: self.max_instances,
                 max_memory_size: self.max_instance_memory << 20,
@@ -127,49 +149,57 @@ impl ServeArgs {
             admission: host::AdmissionLimits {
                 max_concurrent: self.max_concurrent,
                 max_queued: self.max_queued,
-                queue_timeout: seconds("--queue-timeout", self.queue_timeout)?,
+                queue_timeout: self.queue_timeout.0,
             },
             max_request_body: self.max_request_body,
+            reuse: host::ReuseLimits {
+                max_requests: self.max_instance_reuse_count,
+                max_concurrent: self.max_instance_concurrent_reuse_count,
+                idle_timeout: self.idle_instance_timeout.0,
+            },
         })
     }
 
-    fn serve_options(&self) -> Result<host::ServeOptions> {
-        Ok(host::ServeOptions {
+    fn serve_options(&self) -> host::ServeOptions {
+        host::ServeOptions {
             log_requests: self.log_requests,
-            header_read_timeout: seconds("--header-read-timeout", self.header_read_timeout)?,
+            header_read_timeout: self.header_read_timeout.0,
             max_header_bytes: self.max_header_bytes.max(8192),
-            shutdown_grace: seconds("--shutdown-grace", self.shutdown_grace)?,
+            shutdown_grace: self.shutdown_grace.0,
             ..host::ServeOptions::new(self.listen)
-        })
+        }
     }
 }
 
-fn seconds(flag: &str, value: f64) -> Result<Duration> {
-    Duration::try_from_secs_f64(value).map_err(|e| anyhow::anyhow!("{flag} {value}: {e}"))
-}
-
-fn main() -> Result<()> {
+/// An error is one `Error: ...` line (its causes joined by `: `), never a
+/// backtrace: a refused app is told in one line what to do instead.
+fn main() -> ExitCode {
     // The 10,000-user load scenario needs a socket per user in oha and in the
     // server (children inherit the limit); `compare` checks it per scenario.
     if let Err(e) = rlimit::raise_open_files() {
         eprintln!("warning: could not raise the open-files limit: {e}");
     }
-    match Cli::parse().command {
+    let outcome = match Cli::parse().command {
         Command::Build(args) => build(args),
         Command::Serve(args) => serve(args),
         Command::Compare(args) => compare::main(args),
         Command::Load(args) => compare::load::main(args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("Error: {error:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 
 fn build(args: BuildArgs) -> Result<()> {
-    let manifest = manifest::Manifest::load(&args.manifest.manifest)?;
-    spin_build::build_all(&manifest)
+    spin_build::build_all(&args.manifest.load()?)
 }
 
 fn serve(args: ServeArgs) -> Result<()> {
-    let manifest = manifest::Manifest::load(&args.manifest.manifest)?;
-    let options = args.serve_options()?;
+    let manifest = args.manifest.load()?;
     let host = host::Host::new(&manifest, &args.host_options()?)?;
-    host::serve(host, options)
+    host::serve(host, args.serve_options())
 }

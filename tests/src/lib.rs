@@ -45,15 +45,39 @@ pub struct Server {
 impl Server {
     /// Starts `program args... --listen 127.0.0.1:<free port>` and waits until it accepts.
     pub fn start(name: &str, program: &Path, args: &[&str]) -> Server {
+        Server::start_configured(name, program, args, |command, addr| {
+            command.arg("--listen").arg(addr.to_string());
+        })
+    }
+
+    /// Like [`Server::start`], the address given as Spin gives it in the
+    /// environment (`SPIN_HTTP_LISTEN_ADDR`) instead of `--listen`.
+    pub fn start_with_listen_env(name: &str, program: &Path, args: &[&str]) -> Server {
+        Server::start_configured(name, program, args, |command, addr| {
+            command.env("SPIN_HTTP_LISTEN_ADDR", addr.to_string());
+        })
+    }
+
+    /// Starts `program args...`, `listen` telling it the free loopback address
+    /// to listen on (and setting anything else on the command), and waits until it accepts.
+    pub fn start_configured(
+        name: &str,
+        program: &Path,
+        args: &[&str],
+        listen: impl FnOnce(&mut Command, SocketAddr),
+    ) -> Server {
         let addr = free_loopback_addr();
         let log = log_path(name, addr.port());
-        let child = Command::new(program)
-            .args(args)
-            .arg("--listen")
-            .arg(addr.to_string())
+        let mut command = Command::new(program);
+        command.args(args);
+        listen(&mut command, addr);
+        // One open file for both streams: two would each write from offset 0
+        // and overwrite each other's lines.
+        let output = File::create(&log).expect("log file");
+        let child = command
             .stdin(Stdio::null())
-            .stdout(File::create(&log).expect("log file"))
-            .stderr(File::create(&log).expect("log file"))
+            .stdout(output.try_clone().expect("log file"))
+            .stderr(output)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
         let mut server = Server { child, addr, log };

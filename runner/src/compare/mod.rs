@@ -33,8 +33,8 @@ pub const MEASUREMENTS: [&str; 6] = [
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The Spin manifest whose components are compared.
-    #[arg(long, default_value = "spin.toml")]
+    /// The Spin manifest whose components are compared: a file, or a directory holding spin.toml.
+    #[arg(short = 'f', long = "from", visible_alias = "manifest", alias = "file", default_value = crate::manifest::DEFAULT_FILE)]
     pub manifest: PathBuf,
     /// Functions to measure (comma-separated): hello, echo, cpu, io, suntimes, sha1.
     #[arg(long, value_delimiter = ',', default_values = ["hello", "echo", "cpu", "io", "suntimes", "sha1"])]
@@ -310,7 +310,7 @@ impl Run {
 pub fn main(args: CompareArgs) -> Result<()> {
     let started = Instant::now();
     let plan = Plan::from_args(&args)?;
-    let paths = Paths::new(&args.manifest)?;
+    let paths = Paths::new(&crate::manifest::resolve_path(&args.manifest))?;
     let out_dir = args.results_dir.join(crate::report::timestamp());
     let report = Report::new(std::env::args().collect(), &plan);
     let mut run = Run {

@@ -11,10 +11,13 @@ mod body_limit;
 mod compiled_cache;
 mod engine;
 mod flavour;
+mod guest;
+mod imports;
 mod invoke;
 mod reply;
 mod reuse;
 pub mod router;
+mod routes_listing;
 mod server;
 pub mod spin_headers;
 mod state;
@@ -23,6 +26,7 @@ pub use admission::AdmissionLimits;
 pub use body_limit::DEFAULT_MAX_REQUEST_BODY;
 pub use compiled_cache::Origin;
 pub use engine::{Allocation, PoolSizing};
+pub use reuse::ReuseLimits;
 pub use server::{
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_HEADER_BYTES, DEFAULT_SHUTDOWN_GRACE, ServeOptions,
     serve,
@@ -34,6 +38,7 @@ use anyhow::{Context, Result, bail};
 use body_limit::{Exceeded, LimitedBody};
 use bytes::Bytes;
 use flavour::Flavour;
+use guest::GuestConfig;
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
@@ -41,6 +46,7 @@ use invoke::{Failure, Invocation, Limits};
 use reply::Body;
 use reuse::Handler;
 use router::{RouteMatch, Router};
+use routes_listing::RoutesListing;
 use spin_headers::ClientAddr;
 use state::RequestState;
 use std::collections::BTreeMap;
@@ -64,6 +70,8 @@ pub struct HostOptions {
     pub admission: AdmissionLimits,
     /// Request bodies larger than this get a `413` from the runner itself.
     pub max_request_body: u64,
+    /// How WASIp3 instances are reused.
+    pub reuse: ReuseLimits,
 }
 
 impl Default for HostOptions {
@@ -74,6 +82,7 @@ impl Default for HostOptions {
             pool: PoolSizing::default(),
             admission: AdmissionLimits::default(),
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
+            reuse: ReuseLimits::default(),
         }
     }
 }
@@ -112,18 +121,25 @@ pub struct Host {
     max_request_body: u64,
     /// `spin-client-addr` of in-process requests.
     in_process_client: ClientAddr,
+    /// What `serve` prints once it listens.
+    routes_listing: RoutesListing,
 }
 
 /// The client address reported (`spin-client-addr`) for in-process requests.
 const IN_PROCESS_CLIENT: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
 
 impl Host {
-    /// Builds the engine (starting its epoch ticker thread), then compiles or
-    /// loads from cache every component of `manifest`, logging each on stderr.
+    /// Checks that the manifest and its components ask for nothing the runner
+    /// lacks (refusing the first such thing in one line), builds the engine
+    /// (starting its epoch ticker thread), then compiles or loads from cache
+    /// every component of `manifest`, logging each on stderr.
     pub fn new(manifest: &Manifest, options: &HostOptions) -> Result<Self> {
-        let router = Router::new(&manifest.trigger.http)?;
+        crate::manifest::hosting::check(manifest)?;
+        let router = Router::new(&manifest.http_routes())?;
+        let mut guests = GuestConfig::all(manifest)?;
         let sources = read_sources(manifest)?;
         let wasip3 = sources.iter().any(|source| source.flavour == Flavour::P3);
+        refuse_unprovided_imports(&sources, wasip3)?;
         let (engine, allocation) = engine::build(options.pool, wasip3)?;
         // The cap stays below the pool's slots, so overload is a 503 from the
         // queue, never a failed instantiation.
@@ -159,12 +175,13 @@ impl Host {
                 path,
                 wasm,
                 flavour,
+                imports,
             } = source;
             let loaded = compiled_cache::load(&engine, &wasm, &path, options.cache_dir.as_deref())
                 .with_context(|| format!("loading component {id:?}"))?;
-            let handler = linker
-                .instantiate_pre(&loaded.component)
-                .and_then(|pre| Handler::new(pre, flavour, limits))
+            let guest = guests.remove(&id).unwrap_or_default();
+            let pre = guest.instantiate_pre(&linker, &loaded.component, &imports)?;
+            let handler = Handler::new(pre, flavour, limits, options.reuse)
                 .map_err(anyhow::Error::from)
                 .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
             eprintln!(
@@ -180,6 +197,7 @@ impl Host {
                 elapsed: loaded.elapsed,
             });
         }
+        let routes_listing = RoutesListing::new(manifest, &router);
         Ok(Self {
             engine,
             allocation,
@@ -190,12 +208,13 @@ impl Host {
             admission: Admission::new(admission),
             max_request_body: options.max_request_body,
             in_process_client: ClientAddr::new(IN_PROCESS_CLIENT),
+            routes_listing,
         })
     }
 
-    /// Component ids, in manifest (id) order.
-    pub fn component_ids(&self) -> impl Iterator<Item = &str> {
-        self.components.keys().map(String::as_str)
+    /// What `serve` prints once it listens on `addr`: `spin up`'s route listing.
+    pub fn routes_listing(&self, addr: SocketAddr) -> String {
+        self.routes_listing.render(addr)
     }
 
     /// Routes and answers one request from the HTTP server.
@@ -401,31 +420,45 @@ struct Source {
     path: PathBuf,
     wasm: Vec<u8>,
     flavour: Flavour,
+    /// Its top-level import names, in order.
+    imports: Vec<String>,
 }
 
 fn read_sources(manifest: &Manifest) -> Result<Vec<Source>> {
     let mut sources = Vec::new();
     for (id, component) in &manifest.component {
-        // Every outbound request is refused (see `state::DenyOutbound`); a
-        // component expecting otherwise would silently behave unlike under Spin.
-        if !component.allowed_outbound_hosts.is_empty() {
-            bail!(
-                "component {id:?}: allowed_outbound_hosts is not supported, outbound HTTP is always refused"
-            );
-        }
-        let path = manifest.source_path(component);
+        // `hosting::check` refused every source but a local file.
+        let path = manifest
+            .source_path(component)
+            .with_context(|| format!("component {id:?}: its source is not a local file"))?;
         let wasm = std::fs::read(&path)
             .with_context(|| format!("component {id:?}: reading {}", path.display()))?;
-        let flavour = Flavour::of(&wasm)
-            .with_context(|| format!("component {id:?}: {} is not a component", path.display()))?;
+        let not_a_component = || format!("component {id:?}: {} is not a component", path.display());
+        let flavour = Flavour::of(&wasm).with_context(not_a_component)?;
+        let imports = imports::of(&wasm).with_context(not_a_component)?;
         sources.push(Source {
             id: id.clone(),
             path,
             wasm,
             flavour,
+            imports,
         });
     }
     Ok(sources)
+}
+
+/// Refuses, in one line, the first import of any component that the runner
+/// does not provide: before the engine is built, so nothing else is logged.
+fn refuse_unprovided_imports(sources: &[Source], wasip3: bool) -> Result<()> {
+    for source in sources {
+        if let Some(import) = imports::first_unprovided(&source.imports, wasip3) {
+            bail!(
+                "component {:?} imports `{import}`, which spinbench serve does not provide; `spin up` runs this app",
+                source.id
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The WASI interfaces a Rust `wasm32-wasip2` component imports (std pulls in

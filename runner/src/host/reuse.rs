@@ -45,6 +45,26 @@ pub const MAX_INSTANCE_CONCURRENT_REUSE: usize = 16;
 /// default `--idle-instance-timeout`.
 pub const IDLE_INSTANCE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How WASIp3 instances are reused: `serve`'s `--max-instance-reuse-count`,
+/// `--max-instance-concurrent-reuse-count` and `--idle-instance-timeout`, named
+/// as Spin names them (spinframework/spin `crates/trigger-http/src/lib.rs`, `CliArgs`).
+#[derive(Debug, Clone, Copy)]
+pub struct ReuseLimits {
+    pub max_requests: usize,
+    pub max_concurrent: usize,
+    pub idle_timeout: Duration,
+}
+
+impl Default for ReuseLimits {
+    fn default() -> Self {
+        Self {
+            max_requests: MAX_INSTANCE_REUSE,
+            max_concurrent: MAX_INSTANCE_CONCURRENT_REUSE,
+            idle_timeout: IDLE_INSTANCE_TIMEOUT,
+        }
+    }
+}
+
 /// A manifest component: a WASIp2 one gets a fresh instance per request, a
 /// WASIp3 one is served by reused instances.
 pub enum Handler {
@@ -57,10 +77,11 @@ impl Handler {
         pre: InstancePre<RequestState>,
         flavour: Flavour,
         limits: Limits,
+        reuse: ReuseLimits,
     ) -> wasmtime::Result<Self> {
         Ok(match flavour {
             Flavour::P2 => Handler::Fresh(wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)?),
-            Flavour::P3 => Handler::Reused(Reused::new(ServicePre::new(pre)?, limits)),
+            Flavour::P3 => Handler::Reused(Reused::new(ServicePre::new(pre)?, limits, reuse)),
         })
     }
 }
@@ -72,11 +93,12 @@ pub struct Reused {
 }
 
 impl Reused {
-    fn new(pre: ServicePre<RequestState>, limits: Limits) -> Self {
+    fn new(pre: ServicePre<RequestState>, limits: Limits, reuse: ReuseLimits) -> Self {
         Self {
             handler: ProxyHandler::new(Instantiator {
                 pre: ProxyPre::P3(pre),
                 limits,
+                reuse,
                 instances: AtomicU64::new(0),
             }),
             limits,
@@ -156,6 +178,7 @@ fn failure(error: wasmtime::Error, timeout: Duration) -> Failure {
 struct Instantiator {
     pre: ProxyPre<RequestState>,
     limits: Limits,
+    reuse: ReuseLimits,
     instances: AtomicU64,
 }
 
@@ -177,10 +200,12 @@ impl HandlerState for Instantiator {
             view: <RequestState as wasmtime_wasi_http::WasiHttpView>::http,
             expiration: Expiration {
                 request_timeout: self.limits.timeout + 2 * EPOCH_TICK,
+                idle_timeout: self.reuse.idle_timeout,
                 sleep: Box::pin(tokio::time::sleep(Duration::MAX / 4)),
             },
             state: Worker {
                 request_timeout: self.limits.timeout,
+                reuse: self.reuse,
             },
         })
     }
@@ -198,6 +223,7 @@ impl Instantiator {
 /// Per-instance policy: how many requests, and the per-request deadline.
 struct Worker {
     request_timeout: Duration,
+    reuse: ReuseLimits,
 }
 
 impl WorkerState for Worker {
@@ -205,9 +231,9 @@ impl WorkerState for Worker {
     type RequestData = ();
 
     fn should_accept_request(&self, concurrent: usize, total: usize) -> ShouldAccept {
-        if total >= MAX_INSTANCE_REUSE {
+        if total >= self.reuse.max_requests {
             ShouldAccept::Never
-        } else if concurrent >= MAX_INSTANCE_CONCURRENT_REUSE {
+        } else if concurrent >= self.reuse.max_concurrent {
             ShouldAccept::No
         } else {
             ShouldAccept::Yes
@@ -240,11 +266,12 @@ impl WorkerState for Worker {
     }
 }
 
-/// Drops an instance idle for [`IDLE_INSTANCE_TIMEOUT`], or busy past the
+/// Drops an instance idle for its idle timeout, or busy past the
 /// request deadline (checked outside the guest's event loop, so it also
 /// catches a guest spinning without yielding to its other requests).
 struct Expiration {
     request_timeout: Duration,
+    idle_timeout: Duration,
     sleep: Pin<Box<tokio::time::Sleep>>,
 }
 
@@ -256,7 +283,7 @@ impl WorkerExpiration for Expiration {
         start: Instant,
     ) -> Poll<()> {
         let timeout = match status {
-            WorkerStatus::Idle => IDLE_INSTANCE_TIMEOUT,
+            WorkerStatus::Idle => self.idle_timeout,
             WorkerStatus::Requests | WorkerStatus::PostReturn => self.request_timeout,
         };
         let Some(deadline) = start.checked_add(timeout) else {

@@ -69,11 +69,8 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     let listener = TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
-    eprintln!(
-        "serving {} components on http://{}",
-        host.component_ids().count(),
-        listener.local_addr()?
-    );
+    print!("{}", host.routes_listing(listener.local_addr()?));
+    std::io::Write::flush(&mut std::io::stdout()).context("writing the routes to stdout")?;
     let graceful = GracefulShutdown::new();
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
