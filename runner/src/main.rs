@@ -88,6 +88,15 @@ struct ServeArgs {
     /// Seconds a client has to send a request head, counted from its first byte or, on an idle keep-alive connection, from the last response (slowloris guard and idle timeout).
     #[arg(long, default_value_t = host::DEFAULT_HEADER_READ_TIMEOUT.as_secs_f64())]
     header_read_timeout: f64,
+    /// Seconds a request body may make no progress while the component waits for it; past it, 408 and the instance is dropped.
+    #[arg(long, default_value_t = host::DEFAULT_BODY_READ_TIMEOUT.as_secs_f64())]
+    body_read_timeout: f64,
+    /// Seconds a response may make no progress because the client does not read it; past it, the connection is closed and the instance dropped.
+    #[arg(long, default_value_t = host::DEFAULT_RESPONSE_WRITE_TIMEOUT.as_secs_f64())]
+    response_write_timeout: f64,
+    /// Connections open at once; past it, new connections wait in the listen backlog until one closes.
+    #[arg(long, default_value_t = host::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, default_value_t = host::DEFAULT_SHUTDOWN_GRACE.as_secs_f64())]
     shutdown_grace: f64,
@@ -130,6 +139,7 @@ impl ServeArgs {
                 queue_timeout: seconds("--queue-timeout", self.queue_timeout)?,
             },
             max_request_body: self.max_request_body,
+            body_read_timeout: positive_seconds("--body-read-timeout", self.body_read_timeout)?,
         })
     }
 
@@ -139,6 +149,14 @@ impl ServeArgs {
             header_read_timeout: seconds("--header-read-timeout", self.header_read_timeout)?,
             max_header_bytes: self.max_header_bytes.max(8192),
             shutdown_grace: seconds("--shutdown-grace", self.shutdown_grace)?,
+            response_write_timeout: positive_seconds(
+                "--response-write-timeout",
+                self.response_write_timeout,
+            )?,
+            max_connections: match self.max_connections {
+                0 => anyhow::bail!("--max-connections must be at least 1"),
+                n => n,
+            },
             ..host::ServeOptions::new(self.listen)
         })
     }
@@ -146,6 +164,14 @@ impl ServeArgs {
 
 fn seconds(flag: &str, value: f64) -> Result<Duration> {
     Duration::try_from_secs_f64(value).map_err(|e| anyhow::anyhow!("{flag} {value}: {e}"))
+}
+
+/// A timeout of zero would fail every wait at once.
+fn positive_seconds(flag: &str, value: f64) -> Result<Duration> {
+    match seconds(flag, value)? {
+        Duration::ZERO => anyhow::bail!("{flag} must be above 0"),
+        duration => Ok(duration),
+    }
 }
 
 fn main() -> Result<()> {
