@@ -99,9 +99,10 @@ fn wasip3_orphans_cannot_fill_the_pool() {
         ],
     );
     let addr = server.addr;
-    in_parallel(8, move |_| {
-        for _ in 0..50 {
-            hang_up(addr, "/io?ms=20000", Duration::ZERO);
+    // In waves, so that each request gets an instance before its client goes.
+    in_parallel(4, move |_| {
+        for _ in 0..100 {
+            hang_up(addr, "/io?ms=20000", Duration::from_millis(20));
         }
     });
     let took = hello_within(&server, Duration::from_secs(3));
