@@ -17,6 +17,7 @@ use duration::DurationArg;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(name = "spinbench", version, about)]
@@ -96,6 +97,15 @@ struct ServeArgs {
     /// How long a client has to send a request head, counted from its first byte or, on an idle keep-alive connection, from the last response (slowloris guard and idle timeout).
     #[arg(long, default_value_t = DurationArg(host::DEFAULT_HEADER_READ_TIMEOUT))]
     header_read_timeout: DurationArg,
+    /// How long a request body may make no progress while the component waits for it; past it, 408 and the instance is dropped.
+    #[arg(long, default_value_t = DurationArg(host::DEFAULT_BODY_READ_TIMEOUT))]
+    body_read_timeout: DurationArg,
+    /// How long a response may make no progress because the client does not read it; past it, the connection is closed and the instance dropped.
+    #[arg(long, default_value_t = DurationArg(host::DEFAULT_RESPONSE_WRITE_TIMEOUT))]
+    response_write_timeout: DurationArg,
+    /// Connections open at once; past it, new connections wait in the listen backlog until one closes.
+    #[arg(long, default_value_t = host::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
     /// How long in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, default_value_t = DurationArg(host::DEFAULT_SHUTDOWN_GRACE))]
     shutdown_grace: DurationArg,
@@ -157,17 +167,34 @@ impl ServeArgs {
                 max_concurrent: self.max_instance_concurrent_reuse_count,
                 idle_timeout: self.idle_instance_timeout.0,
             },
+            body_read_timeout: positive("--body-read-timeout", self.body_read_timeout)?,
         })
     }
 
-    fn serve_options(&self) -> host::ServeOptions {
-        host::ServeOptions {
+    fn serve_options(&self) -> Result<host::ServeOptions> {
+        Ok(host::ServeOptions {
             log_requests: self.log_requests,
             header_read_timeout: self.header_read_timeout.0,
             max_header_bytes: self.max_header_bytes.max(8192),
             shutdown_grace: self.shutdown_grace.0,
+            response_write_timeout: positive(
+                "--response-write-timeout",
+                self.response_write_timeout,
+            )?,
+            max_connections: match self.max_connections {
+                0 => anyhow::bail!("--max-connections must be at least 1"),
+                n => n,
+            },
             ..host::ServeOptions::new(self.listen)
-        }
+        })
+    }
+}
+
+/// A timeout of zero would fail every wait at once.
+fn positive(flag: &str, value: DurationArg) -> Result<Duration> {
+    match value.0 {
+        Duration::ZERO => anyhow::bail!("{flag} must be above 0"),
+        duration => Ok(duration),
     }
 }
 
@@ -201,5 +228,5 @@ fn build(args: BuildArgs) -> Result<()> {
 fn serve(args: ServeArgs) -> Result<()> {
     let manifest = args.manifest.load()?;
     let host = host::Host::new(&manifest, &args.host_options()?)?;
-    host::serve(host, args.serve_options())
+    host::serve(host, args.serve_options()?)
 }

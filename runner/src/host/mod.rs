@@ -21,21 +21,22 @@ mod routes_listing;
 mod server;
 pub mod spin_headers;
 mod state;
+mod tether;
 
 pub use admission::AdmissionLimits;
-pub use body_limit::DEFAULT_MAX_REQUEST_BODY;
+pub use body_limit::{DEFAULT_BODY_READ_TIMEOUT, DEFAULT_MAX_REQUEST_BODY};
 pub use compiled_cache::Origin;
 pub use engine::{Allocation, PoolSizing};
 pub use reuse::ReuseLimits;
 pub use server::{
-    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_HEADER_BYTES, DEFAULT_SHUTDOWN_GRACE, ServeOptions,
-    serve,
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES,
+    DEFAULT_RESPONSE_WRITE_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, ServeOptions, serve,
 };
 
 use crate::manifest::Manifest;
-use admission::{Admission, Permit, Refusal};
+use admission::{Admission, Refusal};
 use anyhow::{Context, Result, bail};
-use body_limit::{Exceeded, LimitedBody};
+use body_limit::{BodyFault, BodyLimits, FaultCell, GuardedBody};
 use bytes::Bytes;
 use flavour::Flavour;
 use guest::GuestConfig;
@@ -72,6 +73,9 @@ pub struct HostOptions {
     pub max_request_body: u64,
     /// How WASIp3 instances are reused.
     pub reuse: ReuseLimits,
+    /// A request body that keeps the guest waiting this long for its next
+    /// bytes gets a `408` from the runner itself.
+    pub body_read_timeout: Duration,
 }
 
 impl Default for HostOptions {
@@ -83,6 +87,7 @@ impl Default for HostOptions {
             admission: AdmissionLimits::default(),
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
             reuse: ReuseLimits::default(),
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
         }
     }
 }
@@ -118,7 +123,7 @@ pub struct Host {
     loads: Vec<ComponentLoad>,
     limits: Limits,
     admission: Admission,
-    max_request_body: u64,
+    body_limits: BodyLimits,
     /// `spin-client-addr` of in-process requests.
     in_process_client: ClientAddr,
     /// What `serve` prints once it listens.
@@ -206,7 +211,10 @@ impl Host {
             loads,
             limits,
             admission: Admission::new(admission),
-            max_request_body: options.max_request_body,
+            body_limits: BodyLimits {
+                max_size: options.max_request_body,
+                read_timeout: options.body_read_timeout,
+            },
             in_process_client: ClientAddr::new(IN_PROCESS_CLIENT),
             routes_listing,
         })
@@ -232,33 +240,42 @@ impl Host {
             return (reply::not_found(&path), None);
         };
         let component = matched.route.component.as_str();
-        if declared_length(request.headers()).is_some_and(|n| n > self.max_request_body) {
-            let error = glue::ApiError::body_too_large(self.max_request_body);
+        let max_size = self.body_limits.max_size;
+        if declared_length(request.headers()).is_some_and(|n| n > max_size) {
+            let error = glue::ApiError::body_too_large(max_size);
             return (reply::to_response(error.to_reply()), Some(component));
         }
         let permit = match self.admission.admit().await {
             Ok(permit) => permit,
             Err(refusal) => return (self.busy(refusal), Some(component)),
         };
-        let exceeded = Exceeded::default();
+        let fault = FaultCell::default();
         let request = with_spin_headers(request, &matched, client)
-            .map(|body| LimitedBody::new(body, self.max_request_body, exceeded.clone()));
+            .map(|body| GuardedBody::new(body, self.body_limits, fault.clone()));
         let response = match &self.components[component] {
             Handler::Fresh(pre) => match invoke::instantiate(pre, request, self.limits).await {
-                Ok(invocation) => respond(invocation, permit).await,
+                Ok(invocation) => invoke::respond(invocation, permit).await,
                 Err(failure) => Err(failure),
             },
             Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
         };
         let response = response
             .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
-        if exceeded.get() {
-            // The guest saw a failed body read and answered as it saw fit (a 400 for
-            // ours); the client deserves to know the body was too large.
-            let error = glue::ApiError::body_too_large(self.max_request_body);
-            return (reply::to_response(error.to_reply()), Some(component));
-        }
-        (response, Some(component))
+        // The guest saw a failed body read and answered as it saw fit (a 400 for
+        // ours); the client deserves to know what went wrong. The guest's
+        // response, and with it a WASIp2 instance, is dropped here.
+        let fault_reply = match fault.get() {
+            None => return (response, Some(component)),
+            Some(BodyFault::TooLarge) => glue::ApiError::body_too_large(max_size),
+            Some(BodyFault::Stalled) => glue::ApiError::new(
+                408,
+                format!(
+                    "request body: no data received for {:?}; send the body without pauses",
+                    self.body_limits.read_timeout
+                ),
+            ),
+        };
+        (reply::to_response(fault_reply.to_reply()), Some(component))
     }
 
     /// The `503` for a request that found no free instance.
@@ -477,23 +494,6 @@ fn linker(engine: &Engine, wasip3: bool) -> Result<Linker<RequestState>> {
             .context("adding WASIp3 to the linker")?;
     }
     Ok(linker)
-}
-
-/// Runs the guest in its own task, so it can keep streaming the body after the
-/// response head is returned; the head is what we wait for. The task holds the
-/// instance's admission permit until the call (and with it the store) is done.
-async fn respond(invocation: Invocation, permit: Permit) -> Result<Response<Body>, Failure> {
-    let guest = invocation.call;
-    let call = tokio::spawn(async move {
-        let outcome = guest.await;
-        drop(permit);
-        outcome
-    });
-    let outcome = async {
-        call.await
-            .unwrap_or_else(|join| Err(Failure::Trapped(wasmtime::Error::msg(join.to_string()))))
-    };
-    invoke::await_response(invocation.response, outcome).await
 }
 
 /// Logs the failure as one stderr line (a guest's own panic message is already
