@@ -2,7 +2,7 @@
 //! `wasi:http/incoming-handler.handle`, and how its failures map to statuses.
 
 use super::reply::Body;
-use super::state::{RequestState, new_store};
+use super::state::{GuestLimits, RequestState, new_store};
 use http::{Request, Response};
 use std::pin::Pin;
 use std::time::{Duration, Instant};
@@ -12,11 +12,14 @@ use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
 
-/// Per-request settings shared by every component.
+/// Per-request settings of one component.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub timeout: Duration,
     pub max_memory_size: usize,
+    pub guest: GuestLimits,
+    /// The component id, as its guest log lines name it.
+    pub component: &'static str,
 }
 
 /// The guest's handler call; owns the store, so the store (and with it the
@@ -104,7 +107,7 @@ where
 {
     let start = Instant::now();
     let deadline = tokio::time::Instant::from_std(start + limits.timeout);
-    let mut store = new_store(pre.engine(), limits.max_memory_size, limits.timeout);
+    let mut store = new_store(pre.engine(), &limits);
     let proxy = pre
         .instantiate_async(&mut store)
         .await

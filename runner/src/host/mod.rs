@@ -12,6 +12,7 @@ mod compiled_cache;
 mod engine;
 mod flavour;
 mod invoke;
+mod logger;
 mod reply;
 mod reuse;
 pub mod router;
@@ -27,6 +28,7 @@ pub use server::{
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_HEADER_BYTES, DEFAULT_SHUTDOWN_GRACE, ServeOptions,
     serve,
 };
+pub use state::GuestLimits;
 
 use crate::manifest::Manifest;
 use admission::{Admission, Permit, Refusal};
@@ -59,6 +61,11 @@ pub struct HostOptions {
     /// request gets a `504` and the instance is dropped.
     pub request_timeout: Duration,
     pub pool: PoolSizing,
+    /// The instance allocator: the pool (falling back to on-demand allocation
+    /// when its address space cannot be reserved), or on-demand allocation.
+    pub allocation: Allocation,
+    /// What each store may hold on the host beyond its linear memory.
+    pub guest: GuestLimits,
     /// Concurrent instances and the queue in front of them (`serve` only: the
     /// in-process API is not gated).
     pub admission: AdmissionLimits,
@@ -72,6 +79,8 @@ impl Default for HostOptions {
             cache_dir: compiled_cache::default_dir(),
             request_timeout: Duration::from_secs(30),
             pool: PoolSizing::default(),
+            allocation: Allocation::Pooling,
+            guest: GuestLimits::default(),
             admission: AdmissionLimits::default(),
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
         }
@@ -107,7 +116,8 @@ pub struct Host {
     router: Router,
     components: BTreeMap<String, Handler>,
     loads: Vec<ComponentLoad>,
-    limits: Limits,
+    /// Each component's per-request limits (they differ only in its id).
+    limits: BTreeMap<String, Limits>,
     admission: Admission,
     max_request_body: u64,
     /// `spin-client-addr` of in-process requests.
@@ -124,7 +134,7 @@ impl Host {
         let router = Router::new(&manifest.trigger.http)?;
         let sources = read_sources(manifest)?;
         let wasip3 = sources.iter().any(|source| source.flavour == Flavour::P3);
-        let (engine, allocation) = engine::build(options.pool, wasip3)?;
+        let (engine, allocation) = engine::build(options.pool, options.allocation, wasip3)?;
         // The cap stays below the pool's slots, so overload is a 503 from the
         // queue, never a failed instantiation.
         let admission = AdmissionLimits {
@@ -147,11 +157,12 @@ impl Host {
         }
         engine::spawn_epoch_ticker(&engine)?;
         let linker = linker(&engine, wasip3)?;
-        let limits = Limits {
-            timeout: options.request_timeout,
-            max_memory_size: options.pool.max_memory_size,
-        };
+        let cache = options
+            .cache_dir
+            .as_deref()
+            .and_then(compiled_cache::CacheDir::open);
         let mut components = BTreeMap::new();
+        let mut limits = BTreeMap::new();
         let mut loads = Vec::new();
         for source in sources {
             let Source {
@@ -160,11 +171,17 @@ impl Host {
                 wasm,
                 flavour,
             } = source;
-            let loaded = compiled_cache::load(&engine, &wasm, &path, options.cache_dir.as_deref())
+            let component_limits = Limits {
+                timeout: options.request_timeout,
+                max_memory_size: options.pool.max_memory_size,
+                guest: options.guest,
+                component: logger::component_label(&id),
+            };
+            let loaded = compiled_cache::load(&engine, &wasm, &path, cache.as_ref())
                 .with_context(|| format!("loading component {id:?}"))?;
             let handler = linker
                 .instantiate_pre(&loaded.component)
-                .and_then(|pre| Handler::new(pre, flavour, limits))
+                .and_then(|pre| Handler::new(pre, flavour, component_limits))
                 .map_err(anyhow::Error::from)
                 .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
             eprintln!(
@@ -174,6 +191,7 @@ impl Host {
                 flavour.describe()
             );
             components.insert(id.clone(), handler);
+            limits.insert(id.clone(), component_limits);
             loads.push(ComponentLoad {
                 id,
                 origin: loaded.origin,
@@ -225,10 +243,12 @@ impl Host {
         let request = with_spin_headers(request, &matched, client)
             .map(|body| LimitedBody::new(body, self.max_request_body, exceeded.clone()));
         let response = match &self.components[component] {
-            Handler::Fresh(pre) => match invoke::instantiate(pre, request, self.limits).await {
-                Ok(invocation) => respond(invocation, permit).await,
-                Err(failure) => Err(failure),
-            },
+            Handler::Fresh(pre) => {
+                match invoke::instantiate(pre, request, self.limits[component]).await {
+                    Ok(invocation) => respond(invocation, permit).await,
+                    Err(failure) => Err(failure),
+                }
+            }
             Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
         };
         let response = response
@@ -333,7 +353,7 @@ impl Host {
                 });
             }
         };
-        match invoke::instantiate(pre, request, self.limits).await {
+        match invoke::instantiate(pre, request, self.limits[component]).await {
             Ok(invocation) => Ok(self.complete_timed(component, invocation).await),
             Err(failure) => {
                 Ok(self.failed_timed(component, failure, Duration::ZERO, Duration::ZERO))
@@ -463,8 +483,9 @@ async fn respond(invocation: Invocation, permit: Permit) -> Result<Response<Body
     invoke::await_response(invocation.response, outcome).await
 }
 
-/// Logs the failure as one stderr line (a guest's own panic message is already
-/// on stderr above it; timeouts are expected under load tests, so only the
+/// Logs the failure as one stderr line, through the log queue so that a stalled
+/// stderr cannot block the request (a guest's own panic message is already
+/// logged above it; timeouts are expected under load tests, so only the
 /// response says so) and builds the JSON error reply.
 fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
     let message = failure.message(component);
@@ -473,7 +494,7 @@ fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
         return reply::busy(message);
     }
     if !matches!(failure, Failure::Timeout(_)) {
-        eprintln!("error: {message}");
+        logger::line(format!("error: {message}"));
     }
     reply::server_error(failure.status(), message)
 }
