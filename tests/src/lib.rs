@@ -198,8 +198,16 @@ pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
 /// Runs `program args...` (stdin closed) until it exits, at most `limit`;
 /// returns its exit status and its stdout and stderr, or `None` (after killing
 /// it) if it was still running.
-pub fn run_to_exit(program: &Path, args: &[String], limit: Duration) -> Option<(ExitStatus, String)> {
-    let output = std::env::temp_dir().join(format!("e2e-run-{}-{}", std::process::id(), free_loopback_addr().port()));
+pub fn run_to_exit(
+    program: &Path,
+    args: &[String],
+    limit: Duration,
+) -> Option<(ExitStatus, String)> {
+    let output = std::env::temp_dir().join(format!(
+        "e2e-run-{}-{}",
+        std::process::id(),
+        free_loopback_addr().port()
+    ));
     let file = File::create(&output).expect("output file");
     let mut child = Command::new(program)
         .args(args)

@@ -89,15 +89,26 @@ fn a_cache_file_swapped_for_another_components_is_not_run() {
     let mut flipped = good.clone();
     let middle = flipped.len() / 2;
     flipped[middle] ^= 0xff;
-    for (what, bytes) in [("truncated", &good[..good.len() / 2]), ("corrupted", &flipped[..])] {
+    for (what, bytes) in [
+        ("truncated", &good[..good.len() / 2]),
+        ("corrupted", &flipped[..]),
+    ] {
         std::fs::write(&echo_file, bytes).unwrap();
         let server = serve(&echo_manifest, &echo_cache);
         assert_echo(&echo(&server), what);
-        assert!(server.log().contains("is not usable"), "{what}: {}", server.log());
+        assert!(
+            server.log().contains("is not usable"),
+            "{what}: {}",
+            server.log()
+        );
     }
     // Replaced each time: the next start loads it.
     let server = serve(&echo_manifest, &echo_cache);
-    assert!(server.log().contains("echo: loaded from cache"), "{}", server.log());
+    assert!(
+        server.log().contains("echo: loaded from cache"),
+        "{}",
+        server.log()
+    );
     assert_echo(&echo(&server), "loaded from the replaced file");
 }
 
@@ -115,7 +126,11 @@ fn a_cache_directory_others_can_write_is_not_used() {
         server.log()
     );
     assert_echo(&echo(&server), "without the cache");
-    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0, "written anyway");
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        0,
+        "written anyway"
+    );
 }
 
 #[test]
@@ -128,6 +143,9 @@ fn a_new_cache_directory_is_private() {
         let mode = std::fs::metadata(&created).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "{}", created.display());
     }
-    let mode = std::fs::metadata(only_file(&cache)).unwrap().permissions().mode();
+    let mode = std::fs::metadata(only_file(&cache))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 }

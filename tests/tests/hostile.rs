@@ -187,11 +187,13 @@ fn the_memory_cap_is_the_flag_value_under_both_allocators() {
             ("64", &[(40, 200), (65, 500)]),
         ];
         for (cap, allocations) in cases {
-            let mut server = runner_with(&["--allocation", allocation, "--max-instance-memory", cap]);
+            let mut server =
+                runner_with(&["--allocation", allocation, "--max-instance-memory", cap]);
             for &(mib, status) in allocations {
                 let answer = get(&server.url(&format!("/misbehave/alloc?mib={mib}")));
                 assert_eq!(
-                    answer.status, status,
+                    answer.status,
+                    status,
                     "{allocation}, cap {cap} MiB, {mib} MiB: {}",
                     answer.text()
                 );
@@ -236,10 +238,15 @@ fn header_set_floods_are_refused_and_their_memory_returned() {
         ("kib=32&count=100", 200),
     ];
     for (query, status) in cases {
-        let (answer, hellos) = misbehave_alongside_hello(&server, &format!("/misbehave/fields?{query}"));
+        let (answer, hellos) =
+            misbehave_alongside_hello(&server, &format!("/misbehave/fields?{query}"));
         assert_eq!(answer.status, status, "{query}: {}", answer.text());
         if status == 500 {
-            assert!(error_of(&answer).contains("misbehaving"), "{query}: {}", answer.text());
+            assert!(
+                error_of(&answer).contains("misbehaving"),
+                "{query}: {}",
+                answer.text()
+            );
         }
         assert!(hellos >= 3, "{query}: only {hellos} hellos");
     }
@@ -261,7 +268,10 @@ fn guest_stderr_is_prefixed_escaped_and_bounded() {
     let answer = get(&server.url("/misbehave/stderr?kib=64&lines=16"));
     assert_eq!(answer.status, 200, "{}", answer.text());
     let log = wait_for_log(&server, "truncated");
-    let guest: Vec<&str> = log.lines().filter(|l| l.starts_with("guest[misbehaving #")).collect();
+    let guest: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("guest[misbehaving #"))
+        .collect();
     let forged = guest
         .iter()
         .find(|l| l.ends_with("]: error: forged runner line"))
@@ -272,14 +282,31 @@ fn guest_stderr_is_prefixed_escaped_and_bounded() {
         "a guest wrote a runner line:\n{log}"
     );
     assert!(!log.contains('\x1b'), "a terminal escape got through");
-    assert!(guest.iter().any(|l| l.ends_with("\\u{1b}[2Jcleared screen")));
-    let request: Vec<&str> = guest.iter().copied().filter(|l| l.starts_with(prefix)).collect();
+    assert!(
+        guest
+            .iter()
+            .any(|l| l.ends_with("\\u{1b}[2Jcleared screen"))
+    );
+    let request: Vec<&str> = guest
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with(prefix))
+        .collect();
     let text_bytes: usize = request.iter().map(|l| l.len() - prefix.len()).sum();
-    assert!(text_bytes <= 64 * 1024 + 200, "{text_bytes} bytes logged for one request");
-    assert!(text_bytes >= 60 * 1024, "{text_bytes} bytes logged for one request");
+    assert!(
+        text_bytes <= 64 * 1024 + 200,
+        "{text_bytes} bytes logged for one request"
+    );
+    assert!(
+        text_bytes >= 60 * 1024,
+        "{text_bytes} bytes logged for one request"
+    );
     let markers = request.iter().filter(|l| l.contains("truncated")).count();
     assert_eq!(markers, 1, "truncation markers");
-    assert!(!log.lines().any(|l| l.starts_with("eeee")), "unprefixed guest output");
+    assert!(
+        !log.lines().any(|l| l.starts_with("eeee")),
+        "unprefixed guest output"
+    );
 }
 
 /// The attack: four requests write 64 KiB lines in a loop while the

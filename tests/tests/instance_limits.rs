@@ -54,19 +54,33 @@ fn extra_instances(defines: &str, count: usize) -> String {
 /// Components past one per-instance count each.
 fn past_the_counts() -> Vec<(&'static str, String)> {
     vec![
-        ("two memories", component("", "", &extra_instances("(memory 1)", 1))),
-        ("33 memories", component("", "", &extra_instances("(memory 1)", 32))),
-        ("two memories in one module", component("(memory 1)", "", "")),
-        ("three tables", component("", "", &extra_instances("(table 1 funcref)", 1))),
-        ("five core instances", component("", "", &extra_instances("", 4))),
+        (
+            "two memories",
+            component("", "", &extra_instances("(memory 1)", 1)),
+        ),
+        (
+            "33 memories",
+            component("", "", &extra_instances("(memory 1)", 32)),
+        ),
+        (
+            "two memories in one module",
+            component("(memory 1)", "", ""),
+        ),
+        (
+            "three tables",
+            component("", "", &extra_instances("(table 1 funcref)", 2)),
+        ),
+        (
+            "five core instances",
+            component("", "", &extra_instances("", 4)),
+        ),
     ]
 }
 
 /// Components that grow past a limit at run time.
 fn growing_past_the_limits() -> Vec<(&'static str, String)> {
-    let trap_unless_grown = |grow: &str| {
-        format!("(if (i32.eq ({grow}) (i32.const -1)) (then unreachable))")
-    };
+    let trap_unless_grown =
+        |grow: &str| format!("(if (i32.eq ({grow}) (i32.const -1)) (then unreachable))");
     vec![
         (
             "memory grown to 17 MiB",
@@ -116,9 +130,18 @@ fn assert_refused_with_500(what: &str, wat: &str, allocation: &str) {
     assert_eq!(get(&server.url("/hello")).status, 200, "{what}");
     let start = Instant::now();
     let answer = get(&server.url("/limits"));
-    assert_eq!(answer.status, 500, "{what} ({allocation}): {}", answer.text());
+    assert_eq!(
+        answer.status,
+        500,
+        "{what} ({allocation}): {}",
+        answer.text()
+    );
     assert_eq!(answer.content_type, "application/json", "{what}");
-    assert!(start.elapsed() < Duration::from_secs(2), "{what}: {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{what}: {:?}",
+        start.elapsed()
+    );
     assert_eq!(get(&server.url("/hello")).text(), "Hello, World!", "{what}");
     assert!(server.is_alive(), "{what}:\n{}", server.log());
 }
@@ -155,7 +178,10 @@ fn the_pool_refuses_components_past_the_counts_at_load() {
         )
         .unwrap_or_else(|| panic!("{what}: the runner started serving it"));
         assert!(!status.success(), "{what}: {output}");
-        assert!(output.contains("loading component \"limits\""), "{what}: {output}");
+        assert!(
+            output.contains("loading component \"limits\""),
+            "{what}: {output}"
+        );
         assert!(
             output.contains("exceeds the configured maximum")
                 || output.contains("does not fit in pooling allocator requirements"),

@@ -80,6 +80,17 @@ impl Failure {
         }
     }
 
+    /// What the log adds to [`Failure::message`]: the host's error when a host
+    /// call failed (a resource limit, say), which the client is not told.
+    pub fn cause(&self) -> Option<String> {
+        match self {
+            Failure::Trapped(error) if error.downcast_ref::<Trap>().is_none() => {
+                Some(format!("{error:#}"))
+            }
+            _ => None,
+        }
+    }
+
     pub(super) fn from_wasmtime(error: wasmtime::Error, limit: Duration) -> Self {
         if error
             .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()

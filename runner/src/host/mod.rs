@@ -494,7 +494,10 @@ fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
         return reply::busy(message);
     }
     if !matches!(failure, Failure::Timeout(_)) {
-        logger::line(format!("error: {message}"));
+        match failure.cause() {
+            Some(cause) => logger::line(format!("error: {message}: {cause}")),
+            None => logger::line(format!("error: {message}")),
+        }
     }
     reply::server_error(failure.status(), message)
 }

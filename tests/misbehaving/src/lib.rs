@@ -7,8 +7,8 @@
 #[cfg(target_arch = "wasm32")]
 mod component {
     use spin_sdk::http::{Fields, Method, Request, Response};
-    use std::io::Write;
     use spin_sdk::http_component;
+    use std::io::Write;
 
     #[http_component]
     async fn handle(req: Request) -> Response {
@@ -126,7 +126,9 @@ mod component {
             allowed(&udp),
             allowed(&lookup),
             allowed(&outbound),
-            tcp.err().map(|e| format!("{:?}", e.kind())).unwrap_or_default(),
+            tcp.err()
+                .map(|e| format!("{:?}", e.kind()))
+                .unwrap_or_default(),
             outbound.err().map(|e| format!("{e:?}")).unwrap_or_default(),
         )
     }
