@@ -12,7 +12,7 @@ mod spin_build;
 mod stats;
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use duration::DurationArg;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -88,6 +88,18 @@ struct ServeArgs {
     /// Linear memory cap per instance in MiB; a guest allocating past it traps (500).
     #[arg(long, default_value_t = host::PoolSizing::default().max_memory_size >> 20)]
     max_instance_memory: usize,
+    /// Instance allocator: `pooling` reserves address space for --max-instances up front (falling back to on-demand, with a warning, if it cannot); `on-demand` allocates per instance (for a limited address space; slower instantiation). The same limits hold under both.
+    #[arg(long, value_enum, default_value_t = AllocationArg::Pooling)]
+    allocation: AllocationArg,
+    /// Live host resources (headers, requests, responses, bodies, streams) per instance; creating more fails the request (500).
+    #[arg(long, default_value_t = host::GuestLimits::default().max_resources)]
+    max_resources: usize,
+    /// Bytes one header or trailer set built by a guest may hold; past it the guest gets an error (500 for a spin-sdk guest).
+    #[arg(long, default_value_t = host::GuestLimits::default().max_http_fields_size)]
+    max_http_fields_size: usize,
+    /// Bytes of guest stderr logged per instance (prefixed with the component id); the rest is dropped after one marker line.
+    #[arg(long, default_value_t = host::GuestLimits::default().max_log_bytes)]
+    max_guest_log: usize,
     /// Request body cap in bytes, above every function's own limit; past it, 413.
     #[arg(long, default_value_t = host::DEFAULT_MAX_REQUEST_BODY)]
     max_request_body: u64,
@@ -156,6 +168,15 @@ impl ServeArgs {
                 max_instances: self.max_instances,
                 max_memory_size: self.max_instance_memory << 20,
             },
+            allocation: match self.allocation {
+                AllocationArg::Pooling => host::Allocation::Pooling,
+                AllocationArg::OnDemand => host::Allocation::OnDemand,
+            },
+            guest: host::GuestLimits {
+                max_resources: self.max_resources,
+                max_http_fields_size: self.max_http_fields_size,
+                max_log_bytes: self.max_guest_log,
+            },
             admission: host::AdmissionLimits {
                 max_concurrent: self.max_concurrent,
                 max_queued: self.max_queued,
@@ -188,6 +209,12 @@ impl ServeArgs {
             ..host::ServeOptions::new(self.listen)
         })
     }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum AllocationArg {
+    Pooling,
+    OnDemand,
 }
 
 /// A timeout of zero would fail every wait at once.

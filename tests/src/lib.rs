@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod contract;
@@ -35,6 +35,11 @@ pub fn artifact(relative: &str) -> PathBuf {
     path
 }
 
+/// Tells a server its address the usual way: `--listen <addr>`.
+fn listen_flag(command: &mut Command, addr: SocketAddr) {
+    command.arg("--listen").arg(addr.to_string());
+}
+
 /// A server process on a loopback port; killed when dropped.
 pub struct Server {
     child: Child,
@@ -45,9 +50,7 @@ pub struct Server {
 impl Server {
     /// Starts `program args... --listen 127.0.0.1:<free port>` and waits until it accepts.
     pub fn start(name: &str, program: &Path, args: &[&str]) -> Server {
-        Server::start_configured(name, program, args, |command, addr| {
-            command.arg("--listen").arg(addr.to_string());
-        })
+        Server::start_configured(name, program, args, listen_flag)
     }
 
     /// Like [`Server::start`], the address given as Spin gives it in the
@@ -66,6 +69,19 @@ impl Server {
         args: &[&str],
         listen: impl FnOnce(&mut Command, SocketAddr),
     ) -> Server {
+        Server::spawn(name, program, args, listen, false)
+    }
+
+    /// With `unread_stderr`, the process's stderr is a pipe that nobody reads
+    /// (as under a stalled log collector): once its buffer is full, every write
+    /// to it blocks. [`Server::take_stderr`] reads what it holds.
+    fn spawn(
+        name: &str,
+        program: &Path,
+        args: &[&str],
+        listen: impl FnOnce(&mut Command, SocketAddr),
+        unread_stderr: bool,
+    ) -> Server {
         let addr = free_loopback_addr();
         let log = log_path(name, addr.port());
         let mut command = Command::new(program);
@@ -74,10 +90,15 @@ impl Server {
         // One open file for both streams: two would each write from offset 0
         // and overwrite each other's lines.
         let output = File::create(&log).expect("log file");
+        let stderr = if unread_stderr {
+            Stdio::piped()
+        } else {
+            output.try_clone().expect("log file").into()
+        };
         let child = command
             .stdin(Stdio::null())
-            .stdout(output.try_clone().expect("log file"))
-            .stderr(output)
+            .stdout(output)
+            .stderr(stderr)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
         let mut server = Server { child, addr, log };
@@ -110,16 +131,33 @@ impl Server {
 
     /// `spinbench serve` over `manifest`, with the e2e compiled-code cache.
     pub fn runner_with(manifest: &Path, extra_args: &[&str]) -> Server {
-        let cache = workspace_root().join("target/e2e-cache");
-        let mut args = vec![
-            "serve",
-            "--manifest",
-            manifest.to_str().unwrap(),
-            "--cache-dir",
-            cache.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra_args);
+        let args = runner_args(manifest, extra_args);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Server::start("spinbench", &artifact("release/spinbench"), &args)
+    }
+
+    /// Like [`Server::runner_with`], with stderr a pipe nobody reads.
+    pub fn runner_with_unread_stderr(manifest: &Path, extra_args: &[&str]) -> Server {
+        let args = runner_args(manifest, extra_args);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Server::spawn(
+            "spinbench",
+            &artifact("release/spinbench"),
+            &args,
+            listen_flag,
+            true,
+        )
+    }
+
+    /// The unread stderr pipe of a server started with it.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// Kills the process and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     pub fn url(&self, path_and_query: &str) -> String {
@@ -191,6 +229,58 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `serve --manifest <manifest> --cache-dir target/e2e-cache <extra_args>`.
+pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
+    let cache = workspace_root().join("target/e2e-cache");
+    let mut args = vec![
+        "serve".to_string(),
+        "--manifest".to_string(),
+        manifest.display().to_string(),
+        "--cache-dir".to_string(),
+        cache.display().to_string(),
+    ];
+    args.extend(extra_args.iter().map(|arg| arg.to_string()));
+    args
+}
+
+/// Runs `program args...` (stdin closed) until it exits, at most `limit`;
+/// returns its exit status and its stdout and stderr, or `None` (after killing
+/// it) if it was still running.
+pub fn run_to_exit(
+    program: &Path,
+    args: &[String],
+    limit: Duration,
+) -> Option<(ExitStatus, String)> {
+    let output = std::env::temp_dir().join(format!(
+        "e2e-run-{}-{}",
+        std::process::id(),
+        free_loopback_addr().port()
+    ));
+    let file = File::create(&output).expect("output file");
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().expect("output file"))
+        .stderr(file)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+    let start = Instant::now();
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = std::fs::read_to_string(&output).unwrap_or_default();
+    let _ = std::fs::remove_file(&output);
+    status.map(|status| (status, text))
 }
 
 fn free_loopback_addr() -> SocketAddr {
@@ -290,6 +380,31 @@ pub fn raw_then_close(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
 
 pub fn get(url: &str) -> Answer {
     send("GET", url, None, b"")
+}
+
+/// A GET that must be answered within `limit`; `Err` says why it was not.
+pub fn get_within(url: &str, limit: Duration) -> Result<Answer, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(limit))
+        .build()
+        .into();
+    let mut response = agent.get(url).call().map_err(|e| e.to_string())?;
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let body = response
+        .body_mut()
+        .read_to_vec()
+        .map_err(|e| e.to_string())?;
+    Ok(Answer {
+        status: response.status().as_u16(),
+        content_type,
+        body,
+    })
 }
 
 /// Writes `head` and then `body_len` bytes of zeros (ignoring write errors, as a

@@ -3,7 +3,7 @@
 
 use super::admission::Permit;
 use super::reply::Body;
-use super::state::{RequestState, new_store};
+use super::state::{GuestLimits, RequestState, new_store};
 use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::{Body as _, Frame};
@@ -16,11 +16,14 @@ use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
 
-/// Per-request settings shared by every component.
+/// Per-request settings of one component.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub timeout: Duration,
     pub max_memory_size: usize,
+    pub guest: GuestLimits,
+    /// The component id, as its guest log lines name it.
+    pub component: &'static str,
 }
 
 /// The guest's handler call; owns the store, so the store (and with it the
@@ -81,6 +84,17 @@ impl Failure {
         }
     }
 
+    /// What the log adds to [`Failure::message`]: the host's error when a host
+    /// call failed (a resource limit, say), which the client is not told.
+    pub fn cause(&self) -> Option<String> {
+        match self {
+            Failure::Trapped(error) if error.downcast_ref::<Trap>().is_none() => {
+                Some(format!("{error:#}"))
+            }
+            _ => None,
+        }
+    }
+
     pub(super) fn from_wasmtime(error: wasmtime::Error, limit: Duration) -> Self {
         if error
             .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
@@ -108,7 +122,7 @@ where
 {
     let start = Instant::now();
     let deadline = tokio::time::Instant::from_std(start + limits.timeout);
-    let mut store = new_store(pre.engine(), limits.max_memory_size, limits.timeout);
+    let mut store = new_store(pre.engine(), &limits);
     let proxy = pre
         .instantiate_async(&mut store)
         .await

@@ -14,6 +14,7 @@ mod flavour;
 mod guest;
 mod imports;
 mod invoke;
+mod logger;
 mod reply;
 mod reuse;
 pub mod router;
@@ -32,6 +33,7 @@ pub use server::{
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES,
     DEFAULT_RESPONSE_WRITE_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, ServeOptions, serve,
 };
+pub use state::GuestLimits;
 
 use crate::manifest::Manifest;
 use admission::{Admission, Refusal};
@@ -66,6 +68,11 @@ pub struct HostOptions {
     /// request gets a `504` and the instance is dropped.
     pub request_timeout: Duration,
     pub pool: PoolSizing,
+    /// The instance allocator: the pool (falling back to on-demand allocation
+    /// when its address space cannot be reserved), or on-demand allocation.
+    pub allocation: Allocation,
+    /// What each store may hold on the host beyond its linear memory.
+    pub guest: GuestLimits,
     /// Concurrent instances and the queue in front of them (`serve` only: the
     /// in-process API is not gated).
     pub admission: AdmissionLimits,
@@ -84,6 +91,8 @@ impl Default for HostOptions {
             cache_dir: compiled_cache::default_dir(),
             request_timeout: Duration::from_secs(30),
             pool: PoolSizing::default(),
+            allocation: Allocation::Pooling,
+            guest: GuestLimits::default(),
             admission: AdmissionLimits::default(),
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
             reuse: ReuseLimits::default(),
@@ -121,7 +130,8 @@ pub struct Host {
     router: Router,
     components: BTreeMap<String, Handler>,
     loads: Vec<ComponentLoad>,
-    limits: Limits,
+    /// Each component's per-request limits (they differ only in its id).
+    limits: BTreeMap<String, Limits>,
     admission: Admission,
     body_limits: BodyLimits,
     /// `spin-client-addr` of in-process requests.
@@ -145,7 +155,7 @@ impl Host {
         let sources = read_sources(manifest)?;
         let wasip3 = sources.iter().any(|source| source.flavour == Flavour::P3);
         refuse_unprovided_imports(&sources, wasip3)?;
-        let (engine, allocation) = engine::build(options.pool, wasip3)?;
+        let (engine, allocation) = engine::build(options.pool, options.allocation, wasip3)?;
         // The cap stays below the pool's slots, so overload is a 503 from the
         // queue, never a failed instantiation.
         let admission = AdmissionLimits {
@@ -168,11 +178,12 @@ impl Host {
         }
         engine::spawn_epoch_ticker(&engine)?;
         let linker = linker(&engine, wasip3)?;
-        let limits = Limits {
-            timeout: options.request_timeout,
-            max_memory_size: options.pool.max_memory_size,
-        };
+        let cache = options
+            .cache_dir
+            .as_deref()
+            .and_then(compiled_cache::CacheDir::open);
         let mut components = BTreeMap::new();
+        let mut limits = BTreeMap::new();
         let mut loads = Vec::new();
         for source in sources {
             let Source {
@@ -182,11 +193,17 @@ impl Host {
                 flavour,
                 imports,
             } = source;
-            let loaded = compiled_cache::load(&engine, &wasm, &path, options.cache_dir.as_deref())
+            let component_limits = Limits {
+                timeout: options.request_timeout,
+                max_memory_size: options.pool.max_memory_size,
+                guest: options.guest,
+                component: logger::component_label(&id),
+            };
+            let loaded = compiled_cache::load(&engine, &wasm, &path, cache.as_ref())
                 .with_context(|| format!("loading component {id:?}"))?;
             let guest = guests.remove(&id).unwrap_or_default();
             let pre = guest.instantiate_pre(&linker, &loaded.component, &imports)?;
-            let handler = Handler::new(pre, flavour, limits, options.reuse)
+            let handler = Handler::new(pre, flavour, component_limits, options.reuse)
                 .map_err(anyhow::Error::from)
                 .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
             eprintln!(
@@ -196,6 +213,7 @@ impl Host {
                 flavour.describe()
             );
             components.insert(id.clone(), handler);
+            limits.insert(id.clone(), component_limits);
             loads.push(ComponentLoad {
                 id,
                 origin: loaded.origin,
@@ -253,10 +271,12 @@ impl Host {
         let request = with_spin_headers(request, &matched, client)
             .map(|body| GuardedBody::new(body, self.body_limits, fault.clone()));
         let response = match &self.components[component] {
-            Handler::Fresh(pre) => match invoke::instantiate(pre, request, self.limits).await {
-                Ok(invocation) => invoke::respond(invocation, permit).await,
-                Err(failure) => Err(failure),
-            },
+            Handler::Fresh(pre) => {
+                match invoke::instantiate(pre, request, self.limits[component]).await {
+                    Ok(invocation) => invoke::respond(invocation, permit).await,
+                    Err(failure) => Err(failure),
+                }
+            }
             Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
         };
         let response = response
@@ -369,7 +389,7 @@ impl Host {
                 });
             }
         };
-        match invoke::instantiate(pre, request, self.limits).await {
+        match invoke::instantiate(pre, request, self.limits[component]).await {
             Ok(invocation) => Ok(self.complete_timed(component, invocation).await),
             Err(failure) => {
                 Ok(self.failed_timed(component, failure, Duration::ZERO, Duration::ZERO))
@@ -496,8 +516,9 @@ fn linker(engine: &Engine, wasip3: bool) -> Result<Linker<RequestState>> {
     Ok(linker)
 }
 
-/// Logs the failure as one stderr line (a guest's own panic message is already
-/// on stderr above it; timeouts are expected under load tests, so only the
+/// Logs the failure as one stderr line, through the log queue so that a stalled
+/// stderr cannot block the request (a guest's own panic message is already
+/// logged above it; timeouts are expected under load tests, so only the
 /// response says so) and builds the JSON error reply.
 fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
     let message = failure.message(component);
@@ -506,7 +527,10 @@ fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
         return reply::busy(message);
     }
     if !matches!(failure, Failure::Timeout(_)) {
-        eprintln!("error: {message}");
+        match failure.cause() {
+            Some(cause) => logger::line(format!("error: {message}: {cause}")),
+            None => logger::line(format!("error: {message}")),
+        }
     }
     reply::server_error(failure.status(), message)
 }

@@ -227,7 +227,7 @@ impl HandlerState for Instantiator {
     type WorkerState = Worker;
 
     async fn instantiate(&self) -> wasmtime::Result<Instance<RequestState, Expiration, Worker>> {
-        let mut store = new_reusable_store(self.pre_engine(), self.limits.max_memory_size);
+        let mut store = new_reusable_store(self.pre_engine(), &self.limits);
         let proxy =
             tokio::time::timeout(self.limits.timeout, self.pre.instantiate_async(&mut store))
                 .await
@@ -302,7 +302,7 @@ impl WorkerState for Worker {
             // workers when the runtime shuts down; only a real panic unwinds.
             let shut_down = message == "worker panicked" && !std::thread::panicking();
             if !expired && !shut_down {
-                eprintln!("error: WASIp3 instance dropped: {error}");
+                super::logger::line(format!("error: WASIp3 instance dropped: {error}"));
             }
         }
         drop(store);
