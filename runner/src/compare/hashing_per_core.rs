@@ -125,10 +125,10 @@ async fn wasm(run: &Run, f: &Function, p3: bool, body: &Bytes, samples: usize) -
 fn openssl_speed(quick: bool) -> Result<f64> {
     let openssl = super::hosts::on_path("openssl").map_err(anyhow::Error::msg)?;
     let seconds = if quick { "1" } else { "3" };
-    let out = Command::new(openssl)
-        .args(["speed", "-seconds", seconds, "-bytes", "4096", "sha1"])
-        .output()
-        .context("running openssl speed")?;
+    let out = super::group::output(
+        Command::new(openssl).args(["speed", "-seconds", seconds, "-bytes", "4096", "sha1"]),
+    )
+    .context("running openssl speed")?;
     if !out.status.success() {
         bail!(
             "openssl speed failed: {}",
