@@ -134,7 +134,9 @@ impl AcceptBackoff {
 
     async fn failed(&mut self, error: &std::io::Error) {
         if self.failures == 0 {
-            eprintln!("accept failed: {error}; retrying with back-off, quietly until it succeeds");
+            super::logger::line(format!(
+                "accept failed: {error}; retrying with back-off, quietly until it succeeds"
+            ));
         }
         self.failures = self.failures.saturating_add(1);
         let pause = Self::FIRST
@@ -145,7 +147,10 @@ impl AcceptBackoff {
 
     fn succeeded(&mut self) {
         if self.failures > 0 {
-            eprintln!("accepting again after {} failed attempts", self.failures);
+            super::logger::line(format!(
+                "accepting again after {} failed attempts",
+                self.failures
+            ));
             self.failures = 0;
         }
     }
@@ -185,7 +190,7 @@ fn serve_connection(
         if let Err(error) = connection.await
             && log_requests
         {
-            eprintln!("{client}: connection error: {error}");
+            super::logger::line(format!("{client}: connection error: {error}"));
         }
     });
 }
@@ -200,12 +205,13 @@ async fn answer(
     let line = log_requests.then(|| format!("{} {}", request.method(), request.uri()));
     let (response, component) = host.handle(request, client).await;
     if let Some(line) = line {
-        eprintln!(
+        // Through the log queue: a stalled stderr must not block the request.
+        super::logger::line(format!(
             "{line} -> {} ({}) in {:.1?}",
             response.status().as_u16(),
             component.unwrap_or("no route"),
             start.elapsed()
-        );
+        ));
     }
     response
 }
