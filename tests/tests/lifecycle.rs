@@ -190,8 +190,12 @@ fn an_unread_response_frees_its_instance_after_the_write_timeout() {
             "4",
             "--max-concurrent",
             "1",
+            // A queued /hello gives up long before the write timeout frees the
+            // instance, so the 503 below cannot race with it.
+            "--queue-timeout",
+            "100ms",
             "--response-write-timeout",
-            "1",
+            "2",
         ],
     );
     let mut reader = TcpStream::connect(server.addr).expect("connect");
