@@ -1,6 +1,7 @@
 //! The native host: one endpoint served over HTTP/1.1 by tokio and hyper.
 //!
-//! `<name>-native --listen 127.0.0.1:PORT` is the whole CLI. Requests are answered
+//! `<name>-native --listen 127.0.0.1:PORT` is the whole CLI (and `--plain-calls`,
+//! which times the logic without HTTP: `crate::plain`). Requests are answered
 //! on tokio's worker threads; waits use tokio's timer, so a thousand waiting
 //! requests cost a thousand small tasks, not a thousand threads.
 
@@ -22,6 +23,18 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Entry point of every `<name>-native` binary.
 pub fn main(endpoint: &'static Endpoint) -> ! {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("--plain-calls") {
+        args.next();
+        let code = match crate::plain::main(endpoint, args) {
+            Ok(()) => 0,
+            Err(error) => {
+                eprintln!("error: {error}");
+                2
+            }
+        };
+        std::process::exit(code)
+    }
     let code = match parse_listen(std::env::args().skip(1)) {
         Ok(addr) => match run(endpoint, addr) {
             Ok(()) => 0,
