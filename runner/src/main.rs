@@ -1,6 +1,7 @@
 //! `spinbench`: hosts the function set's components the way Spin does and
 //! compares them with native builds of the same code.
 
+mod benchfile;
 mod compare;
 mod host;
 mod manifest;
@@ -33,6 +34,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run the load scenarios against a host already running elsewhere.
     Load(compare::load::LoadArgs),
+    /// Compare two report.json files: the ratio of each median, marked beyond both runs' spread.
+    Diff(report::diff::DiffArgs),
 }
 
 #[derive(Args)]
@@ -154,12 +157,22 @@ fn main() -> Result<()> {
     if let Err(e) = rlimit::raise_open_files() {
         eprintln!("warning: could not raise the open-files limit: {e}");
     }
-    match Cli::parse().command {
+    let result = match Cli::parse().command {
         Command::Build(args) => build(args),
         Command::Serve(args) => serve(args),
         Command::Compare(args) => compare::main(args),
         Command::Load(args) => compare::load::main(args),
+        Command::Diff(args) => report::diff::main(args),
+    };
+    // A regression past --fail-above has its own exit code, so that CI tells
+    // it from a run that failed.
+    if let Err(e) = &result
+        && let Some(regressed) = e.downcast_ref::<report::diff::Regressed>()
+    {
+        eprintln!("{regressed}");
+        std::process::exit(report::diff::REGRESSED_EXIT_CODE);
     }
+    result
 }
 
 fn build(args: BuildArgs) -> Result<()> {

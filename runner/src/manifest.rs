@@ -139,8 +139,8 @@ mod tests {
     fn repo_manifest_parses() {
         let manifest = parse(REPO_MANIFEST).unwrap();
         assert_eq!(manifest.application.name, "spinbench");
-        assert_eq!(manifest.trigger.http.len(), 6);
-        assert_eq!(manifest.component.len(), 6);
+        assert_eq!(manifest.trigger.http.len(), 7);
+        assert_eq!(manifest.component.len(), 7);
         let hello = &manifest.component["hello"];
         assert!(hello.allowed_outbound_hosts.is_empty());
         assert!(hello.build.as_ref().unwrap().command.contains("-p hello"));

@@ -81,10 +81,7 @@ pub fn time_calls(
 /// The `--plain-calls` command line (after `--plain-calls`): prints the samples.
 pub fn main(endpoint: &Endpoint, mut args: impl Iterator<Item = String>) -> Result<(), String> {
     let usage = "usage: <name>-native --plain-calls N --method M --target T [--content-type CT] [--body-file F] [--status S]";
-    let calls: usize = args
-        .next()
-        .and_then(|n| n.parse().ok())
-        .ok_or(usage)?;
+    let calls: usize = args.next().and_then(|n| n.parse().ok()).ok_or(usage)?;
     let mut request = PlainRequest {
         method: "GET".into(),
         target: endpoint.route.into(),

@@ -83,6 +83,10 @@ impl Body {
         }
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Body::Empty => 0,
@@ -246,7 +250,12 @@ impl BenchFile {
                     message: format!(
                         "component {:?} is not in the manifest (its components: {})",
                         c.id,
-                        manifest.component.keys().cloned().collect::<Vec<_>>().join(", ")
+                        manifest
+                            .component
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 });
             }
@@ -254,12 +263,9 @@ impl BenchFile {
         Ok(())
     }
 
+    #[cfg(test)]
     pub fn component(&self, id: &str) -> Option<&Component> {
         self.components.iter().find(|c| c.id == id)
-    }
-
-    pub fn ids(&self) -> Vec<&str> {
-        self.components.iter().map(|c| c.id.as_str()).collect()
     }
 }
 
@@ -281,7 +287,10 @@ fn component(c: raw::Component, dir: &Path, at: At, line: usize) -> Result<Compo
             let span = h.request.span();
             let request = request(h.request, at, false)?;
             if !matches!(request.body, Body::Generated(_)) {
-                return Err(at(span, "hashing_per_core's request needs body_bytes".into()));
+                return Err(at(
+                    span,
+                    "hashing_per_core's request needs body_bytes".into(),
+                ));
             }
             Ok(Hashing {
                 request,
@@ -321,7 +330,10 @@ fn request_at(
     }
     let body = match (r.body, r.body_bytes) {
         (Some(_), Some(_)) => {
-            return Err(at(span, "a request has body or body_bytes, not both".into()));
+            return Err(at(
+                span,
+                "a request has body or body_bytes, not both".into(),
+            ));
         }
         (Some(text), None) => Body::Text(text),
         (None, Some(n)) => Body::Generated(n),
@@ -343,8 +355,16 @@ fn command_line(text: Spanned<String>, dir: &Path, at: At) -> Result<CommandLine
     let span = text.span();
     let words = shlex::split(text.get_ref())
         .filter(|w| !w.is_empty())
-        .ok_or_else(|| at(span.clone(), format!("cannot split command {:?}", text.get_ref())))?;
-    if !words.iter().any(|w| w.contains("{addr}") || w.contains("{port}")) {
+        .ok_or_else(|| {
+            at(
+                span.clone(),
+                format!("cannot split command {:?}", text.get_ref()),
+            )
+        })?;
+    if !words
+        .iter()
+        .any(|w| w.contains("{addr}") || w.contains("{port}"))
+    {
         return Err(at(
             span,
             "a native command says where to listen with {addr} or {port}".into(),
@@ -371,7 +391,10 @@ fn native(n: raw::Native, dir: &Path, at: At) -> Result<Native, FileError> {
             if !v.host.get_ref().starts_with("native-") {
                 return Err(at(
                     v.host.span(),
-                    format!("variant host {:?} must start with \"native-\"", v.host.get_ref()),
+                    format!(
+                        "variant host {:?} must start with \"native-\"",
+                        v.host.get_ref()
+                    ),
                 ));
             }
             Ok(Variant {
@@ -396,8 +419,11 @@ fn load(l: Spanned<raw::Load>, probe: &Request, at: At) -> Result<Load, FileErro
         .map(|r| request(r, at, false))
         .transpose()?
         .unwrap_or_else(|| probe.clone());
-    if l.throughput == Throughput::Bytes && request.body.len() == 0 {
-        return Err(at(span, "throughput = \"bytes\" needs a request body".into()));
+    if l.throughput == Throughput::Bytes && request.body.is_empty() {
+        return Err(at(
+            span,
+            "throughput = \"bytes\" needs a request body".into(),
+        ));
     }
     let ramp_up = l.steady_state.map(|s| s.ramp_up.0);
     let full = Shape {

@@ -4,8 +4,8 @@
 //! value fails with TOML's own `line N, column M` pointer. Checks that span
 //! several keys are made by `super::resolve`, from the spans kept here.
 
-use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use serde::de::{self, Deserializer};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -156,7 +156,10 @@ pub struct Path(pub String);
 impl<'de> Deserialize<'de> for Path {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        if s.starts_with('/') && !s.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        if s.starts_with('/')
+            && !s
+                .bytes()
+                .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
         {
             Ok(Path(s))
         } else {
@@ -209,7 +212,10 @@ impl<'de> Deserialize<'de> for Users {
             Written::Text(s) => {
                 let factor = match s.trim().strip_suffix("cores") {
                     Some("") => Some(1),
-                    Some(n) => n.trim().strip_suffix('*').and_then(|n| n.trim().parse().ok()),
+                    Some(n) => n
+                        .trim()
+                        .strip_suffix('*')
+                        .and_then(|n| n.trim().parse().ok()),
                     None => None,
                 };
                 match factor {

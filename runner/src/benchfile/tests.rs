@@ -89,13 +89,20 @@ quick = false
     assert_eq!(c.memory_hold.as_ref().unwrap().target, "/api/slow");
     let h = c.hashing_per_core.as_ref().unwrap();
     assert_eq!(
-        (h.request.body.len(), h.quick_body_bytes, h.openssl_speed.as_deref()),
+        (
+            h.request.body.len(),
+            h.quick_body_bytes,
+            h.openssl_speed.as_deref()
+        ),
         (64, Some(8), Some("sha256"))
     );
 
     let native = c.native.as_ref().unwrap();
     assert_eq!(native.command.program, Path::new("/app/bin/api"));
-    assert_eq!(native.command.args, ["--port", "{port}", "--name", "my api"]);
+    assert_eq!(
+        native.command.args,
+        ["--port", "{port}", "--name", "my api"]
+    );
     assert!(native.plain_calls);
     let cmd = native.command.command("127.0.0.1:4000".parse().unwrap());
     let args: Vec<_> = cmd.get_args().collect();
@@ -111,9 +118,15 @@ quick = false
         panic!("three scenarios")
     };
     assert_eq!(plain.full.users, Users::Fixed(5));
-    assert_eq!(plain.full.request, c.probe, "a scenario's request defaults to the probe");
+    assert_eq!(
+        plain.full.request, c.probe,
+        "a scenario's request defaults to the probe"
+    );
     assert_eq!(plain.quick.as_ref().unwrap().users, Users::Fixed(5));
-    assert_eq!((plain.per_core, plain.throughput), (false, Throughput::Requests));
+    assert_eq!(
+        (plain.per_core, plain.throughput),
+        (false, Throughput::Requests)
+    );
     assert_eq!(steady.full.users, Users::PerCore(3));
     assert_eq!(steady.full.users.count(2), 6);
     assert_eq!(steady.full.request.body, Body::Generated(1000));
@@ -145,8 +158,8 @@ fn the_repository_file_describes_the_function_set() {
         assert!(c.native.is_some(), "{} has a native counterpart", c.id);
         assert!(!c.load.is_empty(), "{} has a load scenario", c.id);
     }
-    let manifest = Manifest::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../spin.toml"))
-        .unwrap();
+    let manifest =
+        Manifest::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../spin.toml")).unwrap();
     file.check_against(&manifest).unwrap();
     assert!(file.components.iter().any(|c| c.memory_hold.is_some()));
     assert!(file.components.iter().any(|c| c.hashing_per_core.is_some()));
@@ -157,22 +170,39 @@ fn syntax_and_shape_errors_name_their_line() {
     error_at("[[component]]\nid = \"a\"\nprobe = { path = \"/\" \n", 3);
     let e = error_at(&format!("{MINIMAL}colour = \"blue\"\n"), 4);
     assert!(e.contains("colour"), "{e}");
-    let e = error_at("[[component]]\nid = \"a\"\nprobe = { path = \"no-slash\" }\n", 3);
+    let e = error_at(
+        "[[component]]\nid = \"a\"\nprobe = { path = \"no-slash\" }\n",
+        3,
+    );
     assert!(e.contains("must start with '/'"), "{e}");
-    let e = error_at("[[component]]\nid = \"a\"\nprobe = { path = \"/\", method = \"get\" }\n", 3);
+    let e = error_at(
+        "[[component]]\nid = \"a\"\nprobe = { path = \"/\", method = \"get\" }\n",
+        3,
+    );
     assert!(e.contains("upper-case"), "{e}");
-    let e = error_at("[[component]]\nid = \"a\"\nprobe = { path = \"/\", status = 42 }\n", 3);
+    let e = error_at(
+        "[[component]]\nid = \"a\"\nprobe = { path = \"/\", status = 42 }\n",
+        3,
+    );
     assert!(e.contains("100 to 599"), "{e}");
     let e = error_at(&format!("{MINIMAL}[[component.load]]\nusers = 0\n"), 5);
     assert!(e.contains("positive"), "{e}");
-    let e = error_at(&format!("{MINIMAL}[[component.load]]\nusers = \"lots\"\n"), 5);
+    let e = error_at(
+        &format!("{MINIMAL}[[component.load]]\nusers = \"lots\"\n"),
+        5,
+    );
     assert!(e.contains("cores"), "{e}");
     let e = error_at(
-        &format!("{MINIMAL}[[component.load]]\nusers = 1\nsteady_state = {{ ramp_up = \"soon\" }}\n"),
+        &format!(
+            "{MINIMAL}[[component.load]]\nusers = 1\nsteady_state = {{ ramp_up = \"soon\" }}\n"
+        ),
         6,
     );
     assert!(e.contains("duration"), "{e}");
-    let e = error_at(&format!("{MINIMAL}[[component.load]]\nusers = 1\nthroughput = \"MB\"\n"), 6);
+    let e = error_at(
+        &format!("{MINIMAL}[[component.load]]\nusers = 1\nthroughput = \"MB\"\n"),
+        6,
+    );
     assert!(e.contains("requests"), "{e}");
     let e = error_at("[[component]]\nprobe = { path = \"/\" }\n", 1);
     assert!(e.contains("id"), "{e}");
@@ -180,7 +210,10 @@ fn syntax_and_shape_errors_name_their_line() {
 
 #[test]
 fn rules_across_keys_name_their_line() {
-    let e = error_at(&format!("{MINIMAL}\n[[component]]\nid = \"app\"\nprobe = {{ path = \"/\" }}\n"), 5);
+    let e = error_at(
+        &format!("{MINIMAL}\n[[component]]\nid = \"app\"\nprobe = {{ path = \"/\" }}\n"),
+        6,
+    );
     assert!(e.contains("twice"), "{e}");
     let e = error_at(
         "[[component]]\nid = \"a\"\nprobe = { path = \"/\", body = \"x\", body_bytes = 3 }\n",
@@ -193,11 +226,16 @@ fn rules_across_keys_name_their_line() {
     );
     assert!(e.contains("{addr}"), "{e}");
     let e = error_at(
-        &format!("{MINIMAL}[component.native]\ncommand = \"a {{addr}}\"\n[[component.native.variant]]\nhost = \"fast\"\ncommand = \"b {{addr}}\"\n"),
+        &format!(
+            "{MINIMAL}[component.native]\ncommand = \"a {{addr}}\"\n[[component.native.variant]]\nhost = \"fast\"\ncommand = \"b {{addr}}\"\n"
+        ),
         7,
     );
     assert!(e.contains("native-"), "{e}");
-    let e = error_at(&format!("{MINIMAL}[[component.load]]\nusers = 1\nthroughput = \"bytes\"\n"), 4);
+    let e = error_at(
+        &format!("{MINIMAL}[[component.load]]\nusers = 1\nthroughput = \"bytes\"\n"),
+        4,
+    );
     assert!(e.contains("body"), "{e}");
     let e = error_at(
         &format!("{MINIMAL}[[component.load]]\nusers = 1\nquick = {{ ramp_up = \"1s\" }}\n"),
@@ -205,18 +243,28 @@ fn rules_across_keys_name_their_line() {
     );
     assert!(e.contains("steady_state"), "{e}");
     let e = error_at(
-        &format!("{MINIMAL}[[component.load]]\nusers = 1\nrequest = {{ path = \"/\", status = 201 }}\n"),
+        &format!(
+            "{MINIMAL}[[component.load]]\nusers = 1\nrequest = {{ path = \"/\", status = 201 }}\n"
+        ),
         6,
     );
     assert!(e.contains("probe only"), "{e}");
-    let e = error_at(&format!("{MINIMAL}[[component.load]]\nusers = 1\nceiling = -3\n"), 4);
+    let e = error_at(
+        &format!("{MINIMAL}[[component.load]]\nusers = 1\nceiling = -3\n"),
+        4,
+    );
     assert!(e.contains("ceiling"), "{e}");
     let e = error_at(
         &format!("{MINIMAL}hashing_per_core = {{ request = {{ path = \"/h\" }} }}\n"),
         4,
     );
     assert!(e.contains("body_bytes"), "{e}");
-    assert!(parse("manifest = \"spin.toml\"\n").unwrap_err().to_string().contains("no [[component]]"));
+    assert!(
+        parse("manifest = \"spin.toml\"\n")
+            .unwrap_err()
+            .to_string()
+            .contains("no [[component]]")
+    );
 }
 
 #[test]
@@ -226,7 +274,13 @@ fn components_missing_from_the_manifest_are_named() {
         PathBuf::from("/app"),
     )
     .unwrap();
-    let file = parse(&format!("{MINIMAL}\n[[component]]\nid = \"web\"\nprobe = {{ path = \"/\" }}\n")).unwrap();
+    let file = parse(&format!(
+        "{MINIMAL}\n[[component]]\nid = \"web\"\nprobe = {{ path = \"/\" }}\n"
+    ))
+    .unwrap();
     let e = file.check_against(&manifest).unwrap_err().to_string();
-    assert!(e.starts_with("line 1:") && e.contains("\"app\"") && e.contains("web"), "{e}");
+    assert!(
+        e.starts_with("line 1:") && e.contains("\"app\"") && e.contains("web"),
+        "{e}"
+    );
 }

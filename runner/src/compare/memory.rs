@@ -1,5 +1,6 @@
 //! Memory: each host's idle footprint, and what one more concurrently live
-//! instance costs. K `/io` requests are held in flight (each keeps an instance, a
+//! instance costs. K requests are held in flight (the benchmark file's `memory.hold`,
+//! io's `/io?ms=30000` in this repository) (each keeps an instance, a
 //! task, or a whole process alive), and the server's RSS and PSS growth is divided
 //! by K. PSS splits shared pages between the processes mapping them, so for the
 //! process-per-request model the sum of PSS over the K processes is the fair cost.
@@ -17,14 +18,16 @@ use std::time::Duration;
 const MEASUREMENT: &str = "memory";
 /// Requests answered before the idle reading, so lazily touched pages are counted.
 const WARM_REQUESTS: usize = 20;
-/// How long held requests wait in the server: far longer than the measurement.
-const HOLD_MS: u64 = 30_000;
 
 pub fn measure(run: &mut Run) -> Result<()> {
     let functions = run.plan.functions.clone();
     let hosts = run.plan.hosts.clone();
-    let io = functions.iter().find(|f| f.name == "io").copied();
-    let per_instance_steps = if io.is_some() {
+    // The function whose benchmark-file entry holds requests open (`memory.hold`).
+    let holder = functions
+        .iter()
+        .find(|f| f.spec.memory_hold.is_some())
+        .cloned();
+    let per_instance_steps = if holder.is_some() {
         run.plan.ks.len() * (hosts.len() + usize::from(run.plan.has_host(HostKind::Native)))
     } else {
         0
@@ -39,22 +42,34 @@ pub fn measure(run: &mut Run) -> Result<()> {
             bar.inc(1);
         }
     }
-    if let Some(io) = io {
+    if let Some(f) = holder {
         for &k in &run.plan.ks.clone() {
             for kind in &hosts {
                 bar.set_message(format!("K={k} on {}", kind.name()));
-                let result = per_instance_one_server(run, io, *kind, k);
-                record_per_instance(run, kind.name(), k, result);
+                let result = per_instance_one_server(run, &f, *kind, k);
+                record_per_instance(run, &f.name, kind.name(), k, result);
                 bar.inc(1);
             }
             if run.plan.has_host(HostKind::Native) {
                 bar.set_message(format!("K={k} native processes"));
-                let result = per_instance_processes(run, io, k);
-                record_per_instance(run, "native-process", k, result);
+                let result = per_instance_processes(run, &f, k);
+                record_per_instance(run, &f.name, "native-process", k, result);
                 bar.inc(1);
             }
         }
-        record_fits(run);
+        record_fits(run, &f.name);
+    } else if let Some(f) = functions.first() {
+        let m = Metric::new(
+            MEASUREMENT,
+            &f.name,
+            "wasm",
+            "pss_per_instance_fit",
+            "bytes",
+            Better::Lower,
+        );
+        run.record(
+            m.skipped("no function of the benchmark file holds requests open (memory.hold)"),
+        );
     }
     bar.finish_and_clear();
     Ok(())
@@ -63,7 +78,7 @@ pub fn measure(run: &mut Run) -> Result<()> {
 /// One figure per host from all K: the least-squares slope of total PSS growth
 /// against K. A single K's growth / K is noisy at small K (growth below a page
 /// rounds to zero) and carries fixed costs; the slope is the marginal instance.
-fn record_fits(run: &mut Run) {
+fn record_fits(run: &mut Run, function: &str) {
     let per_k: Vec<(String, f64, f64)> = run
         .report
         .metrics_of(MEASUREMENT)
@@ -86,7 +101,7 @@ fn record_fits(run: &mut Run) {
     for (host, slope) in fits {
         let m = Metric::new(
             MEASUREMENT,
-            "io",
+            function,
             &host,
             "pss_per_instance_fit",
             "bytes",
@@ -108,10 +123,9 @@ fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server,
         &Cache::Dir(run.paths.cache_dir()),
         addr,
     )?;
-    let (server, _) =
-        Server::start(cmd, addr, &(f.probe)(), label).map_err(|e| format!("{e:#}"))?;
+    let (server, _) = Server::start(cmd, addr, &f.probe(), label).map_err(|e| format!("{e:#}"))?;
     for _ in 0..WARM_REQUESTS {
-        http::call(server.addr, &(f.probe)(), Duration::from_secs(10))
+        http::call(server.addr, &f.probe(), Duration::from_secs(10))
             .map_err(|e| format!("warm-up: {e:#}"))?;
     }
     // Let the allocator and the runtime settle after the warm-up.
@@ -123,7 +137,7 @@ fn idle(run: &Run, f: &Function, kind: HostKind) -> Vec<Metric> {
     let metric = |name, value: Result<f64, String>| {
         let m = Metric::new(
             MEASUREMENT,
-            f.name,
+            &f.name,
             kind.name(),
             name,
             "bytes",
@@ -142,9 +156,14 @@ fn idle(run: &Run, f: &Function, kind: HostKind) -> Vec<Metric> {
     ]
 }
 
-/// Opens `k` connections each carrying a `/io` request the server will hold.
-fn hold(addr: std::net::SocketAddr, k: usize) -> Result<Vec<TcpStream>> {
-    let request = Request::get(format!("/io?ms={HOLD_MS}"));
+/// Opens `k` connections each carrying `f`'s request the server will hold.
+fn hold(addr: std::net::SocketAddr, f: &Function, k: usize) -> Result<Vec<TcpStream>> {
+    let request = f
+        .spec
+        .memory_hold
+        .as_ref()
+        .map(Request::from)
+        .context("no memory.hold request")?;
     (0..k)
         .map(|i| {
             http::send(addr, &request, Duration::from_secs(10))
@@ -181,13 +200,13 @@ fn settle(k: usize) {
 /// K requests in flight on one server: (memory growth) / K.
 fn per_instance_one_server(
     run: &Run,
-    io: &Function,
+    f: &Function,
     kind: HostKind,
     k: usize,
 ) -> Result<Memory, String> {
-    let server = start(run, io, kind, &format!("k{k}-{}", kind.name()))?;
+    let server = start(run, f, kind, &format!("k{k}-{}", kind.name()))?;
     let before = procfs::memory(server.pid()).map_err(|e| format!("{e:#}"))?;
-    let held = hold(server.addr, k).map_err(|e| format!("{e:#}"))?;
+    let held = hold(server.addr, f, k).map_err(|e| format!("{e:#}"))?;
     settle(k);
     let during = procfs::memory(server.pid()).map_err(|e| format!("{e:#}"))?;
     still_in_flight(&held)?;
@@ -199,15 +218,15 @@ fn per_instance_one_server(
 }
 
 /// K native processes, each with one request in flight: total memory / K.
-fn per_instance_processes(run: &Run, io: &Function, k: usize) -> Result<Memory, String> {
+fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Memory, String> {
     let mut servers = Vec::with_capacity(k);
     let mut held = Vec::with_capacity(k);
     for i in 0..k {
         let addr = hosts::free_addr().map_err(|e| e.to_string())?;
-        let cmd = hosts::command(HostKind::Native, io, &run.paths, &Cache::Off, addr)?;
-        let (server, _) = Server::start(cmd, addr, &(io.probe)(), &format!("k{k}-process-{i}"))
+        let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
+        let (server, _) = Server::start(cmd, addr, &f.probe(), &format!("k{k}-process-{i}"))
             .map_err(|e| format!("{e:#}"))?;
-        held.extend(hold(server.addr, 1).map_err(|e| format!("{e:#}"))?);
+        held.extend(hold(server.addr, f, 1).map_err(|e| format!("{e:#}"))?);
         servers.push(server);
     }
     settle(0);
@@ -225,7 +244,13 @@ fn per_instance_processes(run: &Run, io: &Function, k: usize) -> Result<Memory, 
     })
 }
 
-fn record_per_instance(run: &mut Run, host: &str, k: usize, result: Result<Memory, String>) {
+fn record_per_instance(
+    run: &mut Run,
+    function: &str,
+    host: &str,
+    k: usize,
+    result: Result<Memory, String>,
+) {
     for (name, pick) in [
         (
             "pss_per_instance",
@@ -233,7 +258,7 @@ fn record_per_instance(run: &mut Run, host: &str, k: usize, result: Result<Memor
         ),
         ("rss_per_instance", |m: &Memory| m.rss_bytes),
     ] {
-        let m = Metric::new(MEASUREMENT, "io", host, name, "bytes", Better::Lower).k(k);
+        let m = Metric::new(MEASUREMENT, function, host, name, "bytes", Better::Lower).k(k);
         run.record(match &result {
             Ok(mem) => m.value(pick(mem) as f64),
             Err(why) => m.skipped(why.clone()),
