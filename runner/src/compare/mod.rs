@@ -174,6 +174,8 @@ impl Paths {
         if !wasm.is_file() {
             bail!("{} not found (build it first)", wasm.display());
         }
+        // The manifest is written elsewhere: its source must not be relative.
+        let wasm = std::fs::canonicalize(wasm)?;
         let path = self.work.join(format!("{}.{suffix}", f.name));
         let toml = format!(
             "spin_manifest_version = 2\n\n[application]\nname = \"spinbench-{name}\"\nversion = \"0.1.0\"\n\n\
