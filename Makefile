@@ -22,6 +22,8 @@ build: setup
 	$(SPINBENCH) build --manifest spin.toml
 	$(SPINBENCH) build --manifest spin-p3.toml
 	$(SPINBENCH) build --manifest tests/misbehaving/spin.toml
+	$(SPINBENCH) build -f tests/template-app
+	$(SPINBENCH) build -f tests/template-app/kv
 
 setup:
 	rustup target add wasm32-wasip2

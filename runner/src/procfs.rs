@@ -1,6 +1,6 @@
 //! Readers for the few /proc files the measurements need: a process's resident
 //! memory (RSS, and PSS, which splits shared pages fairly between processes), its
-//! CPU time, and what machine this is.
+//! CPU time, the process tree under it, and what machine this is.
 
 use anyhow::{Context, Result, anyhow};
 use serde::Serialize;
@@ -30,19 +30,117 @@ pub fn rss_bytes(pid: u32) -> Result<u64> {
     kib_field(&text, "VmRSS:").ok_or_else(|| anyhow!("no VmRSS in {path}"))
 }
 
-/// User + system CPU seconds `pid` has used so far.
-pub fn cpu_seconds(pid: u32) -> Result<f64> {
-    let path = format!("/proc/{pid}/stat");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    parse_stat_cpu(&text).with_context(|| format!("parsing {path}"))
-}
-
 /// User + system CPU seconds of this process's children that have exited and
 /// been waited for (`cutime + cstime`).
 pub fn children_cpu_seconds() -> Result<f64> {
     let path = "/proc/self/stat";
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
     stat_seconds(&text, [16, 17]).with_context(|| format!("parsing {path}"))
+}
+
+/// `root` and every process under it, parents before children, as found now.
+/// A server such as `spin up` serves from a child it spawns, so a host's
+/// figures are those of its whole tree.
+pub fn tree(root: u32) -> Vec<u32> {
+    let mut pids = vec![root];
+    let mut next = 0;
+    while next < pids.len() {
+        pids.extend(children(pids[next]));
+        next += 1;
+    }
+    pids
+}
+
+/// The children of `pid`, from each of its threads' `children` file (a child
+/// belongs to the thread that forked it).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// One process's part of a reading of a tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading<T> {
+    pub pid: u32,
+    /// Its command line (its name when that is empty, as for a zombie).
+    pub command: String,
+    pub value: T,
+}
+
+/// Reads `read` of every process of `root`'s tree. The root must be readable;
+/// a descendant that exits between the listing and its reading is left out.
+fn read_tree<T>(root: u32, read: impl Fn(u32) -> Result<T>) -> Result<Vec<Reading<T>>> {
+    let mut readings = Vec::new();
+    for pid in tree(root) {
+        match read(pid) {
+            Ok(value) => readings.push(Reading {
+                pid,
+                command: command(pid),
+                value,
+            }),
+            Err(e) if pid == root => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Ok(readings)
+}
+
+/// RSS and PSS of every process of `root`'s tree.
+pub fn tree_memory(root: u32) -> Result<Vec<Reading<Memory>>> {
+    read_tree(root, memory)
+}
+
+/// The RSS of `root`'s tree summed over its processes (an upper bound: pages
+/// they share count once per process), cheap enough to sample under load.
+pub fn tree_rss_bytes(root: u32) -> Result<u64> {
+    let mut total = rss_bytes(root)?;
+    for pid in tree(root).into_iter().skip(1) {
+        total += rss_bytes(pid).unwrap_or(0);
+    }
+    Ok(total)
+}
+
+/// CPU seconds of every process of `root`'s tree, each with those of its
+/// children that exited and were waited for (`utime + stime + cutime + cstime`),
+/// so a child that ran and exited between two readings still counts, in its parent.
+pub fn tree_cpu_seconds(root: u32) -> Result<Vec<Reading<f64>>> {
+    read_tree(root, |pid| {
+        let path = format!("/proc/{pid}/stat");
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        Ok(parse_stat_cpu(&text)? + stat_seconds(&text, [16, 17])?)
+    })
+}
+
+/// Longest command line kept in a report.
+const COMMAND_CHARS: usize = 160;
+
+/// `pid`'s command line with spaces between its arguments, shortened for a
+/// report; its name (`comm`) when it has none.
+pub fn command(pid: u32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let line = if args.is_empty() {
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|c| format!("[{}]", c.trim()))
+            .unwrap_or_default()
+    } else {
+        args.join(" ")
+    };
+    line.chars().take(COMMAND_CHARS).collect()
 }
 
 pub fn parse_smaps_rollup(text: &str) -> Result<Memory> {
@@ -148,6 +246,13 @@ pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// User + system CPU seconds `pid` has used so far.
+    fn cpu_seconds(pid: u32) -> Result<f64> {
+        let path = format!("/proc/{pid}/stat");
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        parse_stat_cpu(&text).with_context(|| format!("parsing {path}"))
+    }
+
     const ROLLUP: &str = "562904de0000-7fff51ebb000 ---p 00000000 00:00 0   [rollup]\n\
         Rss:                1676 kB\nPss:                 319 kB\nPss_Dirty:           112 kB\n";
 
@@ -200,5 +305,56 @@ mod tests {
         assert!(x != 1 && cpu_seconds(pid).unwrap() > 0.0);
         let machine = machine();
         assert!(machine.cores >= 1 && machine.memory_total_bytes > 0);
+    }
+
+    /// A wrapper that stays alive as the parent of the process doing the work
+    /// (as `spin up` does): the tree holds both, and the worker's memory and CPU,
+    /// including those of a child it ran and reaped, are counted.
+    #[test]
+    fn reads_a_process_tree() {
+        use std::process::{Command, Stdio};
+        // The worker burns ~0.3 s of CPU in a child of its own that exits (and
+        // is reaped by it), then sleeps; the wrapper waits.
+        let script = "sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done & wait; exec sleep 30' & wait";
+        let mut wrapper = Command::new("sh")
+            .args(["-c", script])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let root = wrapper.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let sleeping = loop {
+            let pids = tree(root);
+            if let Some(&pid) = pids.iter().find(|&&p| command(p).starts_with("sleep 30")) {
+                break (pids, pid);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no sleep under {root}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let (pids, sleeper) = sleeping;
+        assert_eq!(pids.len(), 2, "wrapper and worker: {pids:?}");
+        assert_eq!(pids[0], root);
+        let memory = tree_memory(root).unwrap();
+        assert_eq!(memory.len(), 2);
+        assert!(memory.iter().all(|r| r.value.pss_bytes > 0));
+        assert!(
+            tree_rss_bytes(root).unwrap()
+                >= memory.iter().map(|r| r.value.rss_bytes).sum::<u64>() / 2
+        );
+        // The counting loop ran in a child of the worker, reaped before the
+        // worker exec'd sleep: its CPU is in the worker's cutime, not in any live process's utime.
+        let cpu = tree_cpu_seconds(root).unwrap();
+        let worker = cpu.iter().find(|r| r.pid == sleeper).unwrap();
+        assert!(worker.value > 0.05, "{cpu:?}");
+        assert!(
+            cpu_seconds(sleeper).unwrap() < worker.value / 2.0,
+            "{cpu:?}"
+        );
+        let _ = Command::new("kill").arg(sleeper.to_string()).status();
+        let _ = wrapper.wait();
+        assert!(tree_cpu_seconds(root).is_err());
     }
 }

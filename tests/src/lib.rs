@@ -9,9 +9,11 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+pub mod contract;
 
 /// The function set: the component ids of the repository's benchmark file
 /// (spinbench.toml), each also its route and its `<id>-native` binary's name.
@@ -48,6 +50,11 @@ pub fn artifact(relative: &str) -> PathBuf {
     path
 }
 
+/// Tells a server its address the usual way: `--listen <addr>`.
+fn listen_flag(command: &mut Command, addr: SocketAddr) {
+    command.arg("--listen").arg(addr.to_string());
+}
+
 /// A server process on a loopback port; killed when dropped.
 pub struct Server {
     child: Child,
@@ -58,15 +65,55 @@ pub struct Server {
 impl Server {
     /// Starts `program args... --listen 127.0.0.1:<free port>` and waits until it accepts.
     pub fn start(name: &str, program: &Path, args: &[&str]) -> Server {
+        Server::start_configured(name, program, args, listen_flag)
+    }
+
+    /// Like [`Server::start`], the address given as Spin gives it in the
+    /// environment (`SPIN_HTTP_LISTEN_ADDR`) instead of `--listen`.
+    pub fn start_with_listen_env(name: &str, program: &Path, args: &[&str]) -> Server {
+        Server::start_configured(name, program, args, |command, addr| {
+            command.env("SPIN_HTTP_LISTEN_ADDR", addr.to_string());
+        })
+    }
+
+    /// Starts `program args...`, `listen` telling it the free loopback address
+    /// to listen on (and setting anything else on the command), and waits until it accepts.
+    pub fn start_configured(
+        name: &str,
+        program: &Path,
+        args: &[&str],
+        listen: impl FnOnce(&mut Command, SocketAddr),
+    ) -> Server {
+        Server::spawn(name, program, args, listen, false)
+    }
+
+    /// With `unread_stderr`, the process's stderr is a pipe that nobody reads
+    /// (as under a stalled log collector): once its buffer is full, every write
+    /// to it blocks. [`Server::take_stderr`] reads what it holds.
+    fn spawn(
+        name: &str,
+        program: &Path,
+        args: &[&str],
+        listen: impl FnOnce(&mut Command, SocketAddr),
+        unread_stderr: bool,
+    ) -> Server {
         let addr = free_loopback_addr();
         let log = log_path(name, addr.port());
-        let child = Command::new(program)
-            .args(args)
-            .arg("--listen")
-            .arg(addr.to_string())
+        let mut command = Command::new(program);
+        command.args(args);
+        listen(&mut command, addr);
+        // One open file for both streams: two would each write from offset 0
+        // and overwrite each other's lines.
+        let output = File::create(&log).expect("log file");
+        let stderr = if unread_stderr {
+            Stdio::piped()
+        } else {
+            output.try_clone().expect("log file").into()
+        };
+        let child = command
             .stdin(Stdio::null())
-            .stdout(File::create(&log).expect("log file"))
-            .stderr(File::create(&log).expect("log file"))
+            .stdout(output)
+            .stderr(stderr)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
         let mut server = Server { child, addr, log };
@@ -83,6 +130,15 @@ impl Server {
         )
     }
 
+    /// `<name>-native` with extra arguments (its limits' flags).
+    pub fn native_with(function: &str, args: &[&str]) -> Server {
+        Server::start(
+            function,
+            &artifact(&format!("release/{function}-native")),
+            args,
+        )
+    }
+
     /// `spinbench serve` over the repo's spin.toml, with its own compiled-code cache.
     pub fn runner(extra_args: &[&str]) -> Server {
         Server::runner_with(&workspace_root().join("spin.toml"), extra_args)
@@ -90,16 +146,33 @@ impl Server {
 
     /// `spinbench serve` over `manifest`, with the e2e compiled-code cache.
     pub fn runner_with(manifest: &Path, extra_args: &[&str]) -> Server {
-        let cache = workspace_root().join("target/e2e-cache");
-        let mut args = vec![
-            "serve",
-            "--manifest",
-            manifest.to_str().unwrap(),
-            "--cache-dir",
-            cache.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra_args);
+        let args = runner_args(manifest, extra_args);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Server::start("spinbench", &artifact("release/spinbench"), &args)
+    }
+
+    /// Like [`Server::runner_with`], with stderr a pipe nobody reads.
+    pub fn runner_with_unread_stderr(manifest: &Path, extra_args: &[&str]) -> Server {
+        let args = runner_args(manifest, extra_args);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Server::spawn(
+            "spinbench",
+            &artifact("release/spinbench"),
+            &args,
+            listen_flag,
+            true,
+        )
+    }
+
+    /// The unread stderr pipe of a server started with it.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// Kills the process and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     pub fn url(&self, path_and_query: &str) -> String {
@@ -171,6 +244,58 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `serve --manifest <manifest> --cache-dir target/e2e-cache <extra_args>`.
+pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
+    let cache = workspace_root().join("target/e2e-cache");
+    let mut args = vec![
+        "serve".to_string(),
+        "--manifest".to_string(),
+        manifest.display().to_string(),
+        "--cache-dir".to_string(),
+        cache.display().to_string(),
+    ];
+    args.extend(extra_args.iter().map(|arg| arg.to_string()));
+    args
+}
+
+/// Runs `program args...` (stdin closed) until it exits, at most `limit`;
+/// returns its exit status and its stdout and stderr, or `None` (after killing
+/// it) if it was still running.
+pub fn run_to_exit(
+    program: &Path,
+    args: &[String],
+    limit: Duration,
+) -> Option<(ExitStatus, String)> {
+    let output = std::env::temp_dir().join(format!(
+        "e2e-run-{}-{}",
+        std::process::id(),
+        free_loopback_addr().port()
+    ));
+    let file = File::create(&output).expect("output file");
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().expect("output file"))
+        .stderr(file)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+    let start = Instant::now();
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = std::fs::read_to_string(&output).unwrap_or_default();
+    let _ = std::fs::remove_file(&output);
+    status.map(|status| (status, text))
 }
 
 fn free_loopback_addr() -> SocketAddr {
@@ -272,6 +397,31 @@ pub fn get(url: &str) -> Answer {
     send("GET", url, None, b"")
 }
 
+/// A GET that must be answered within `limit`; `Err` says why it was not.
+pub fn get_within(url: &str, limit: Duration) -> Result<Answer, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(limit))
+        .build()
+        .into();
+    let mut response = agent.get(url).call().map_err(|e| e.to_string())?;
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let body = response
+        .body_mut()
+        .read_to_vec()
+        .map_err(|e| e.to_string())?;
+    Ok(Answer {
+        status: response.status().as_u16(),
+        content_type,
+        body,
+    })
+}
+
 /// Writes `head` and then `body_len` bytes of zeros (ignoring write errors, as a
 /// server may answer and close before reading it all), and reads the answer.
 /// For requests a well-behaved client library will not send: lying lengths,
@@ -343,6 +493,29 @@ pub fn parse_response(raw: &[u8]) -> Answer {
     }
 }
 
+/// Reads one `Content-Length`-framed response from a kept-alive connection, leaving
+/// the connection open; an error if it closes or its read timeout passes first.
+pub fn read_response(stream: &mut TcpStream) -> std::io::Result<Answer> {
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        raw.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body)?;
+    raw.extend_from_slice(&body);
+    Ok(parse_response(&raw))
+}
+
 fn dechunk(mut data: &[u8]) -> Vec<u8> {
     let mut body = Vec::new();
     while let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") {
@@ -357,6 +530,81 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
         data = &data[(size + 2).min(data.len())..];
     }
     body
+}
+
+/// The full path of `program` if it is on `PATH` (hosts this repository does not
+/// build: `spin`, `wasmtime`).
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+}
+
+impl Server {
+    /// Starts `command` as given (its own arguments say where it listens: `addr`),
+    /// with stdout and stderr in the log, and waits until it accepts.
+    pub fn start_command(name: &str, mut command: Command, addr: SocketAddr) -> Server {
+        let log = log_path(name, addr.port());
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(File::create(&log).expect("log file"))
+            .stderr(File::create(&log).expect("log file"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        let mut server = Server { child, addr, log };
+        server.wait_until_accepting(Duration::from_secs(120));
+        server
+    }
+
+    /// A free loopback address for [`Server::start_command`].
+    pub fn free_addr() -> SocketAddr {
+        free_loopback_addr()
+    }
+}
+
+/// A server whose process leads its own process group (spawn its command with
+/// `process_group(0)`), stopped with the whole group when dropped: `spin up`
+/// serves from a `spin trigger http` child, which killing `spin up` alone leaves
+/// running.
+pub struct GroupServer {
+    pub server: Server,
+}
+
+impl GroupServer {
+    /// The group's id: its leader's pid.
+    pub fn pgid(&self) -> u32 {
+        self.server.pid()
+    }
+
+    /// Whether any process of the group is still alive (`kill -0 -PGID`).
+    pub fn group_alive(pgid: u32) -> bool {
+        signal_group("-0", pgid)
+    }
+}
+
+impl Drop for GroupServer {
+    fn drop(&mut self) {
+        let pgid = self.pgid();
+        signal_group("-TERM", pgid);
+        let start = Instant::now();
+        while GroupServer::group_alive(pgid) && start.elapsed() < Duration::from_secs(5) {
+            // Reaps the leader once it exits, so that it stops counting as alive.
+            let _ = self.server.child.try_wait();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        signal_group("-KILL", pgid);
+    }
+}
+
+/// Sends `signal` to every process of group `pgid` with kill(1); whether it reached one.
+fn signal_group(signal: &str, pgid: u32) -> bool {
+    Command::new("kill")
+        .args([signal, "--", &format!("-{pgid}")])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 #[cfg(test)]

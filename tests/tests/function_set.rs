@@ -1,193 +1,13 @@
 //! The function set's contract, end to end: every request gets the same status,
 //! content type and body from the components under `spinbench serve` as from the
-//! `<name>-native` binaries, and the status each case expects.
+//! `<name>-native` binaries, and the status each case expects (the requests are
+//! `e2e::contract`'s, which tests/real_hosts.rs sends to Spin and wasmtime too).
 
+use e2e::contract::{Case, LONDON, cases};
 use e2e::{Answer, Server, functions, raw_exchange, send};
 
-struct Case {
-    function: &'static str,
-    method: &'static str,
-    target: String,
-    content_type: Option<&'static str>,
-    body: Vec<u8>,
-    expect: u16,
-}
-
-fn case(function: &'static str, method: &'static str, target: &str, expect: u16) -> Case {
-    Case {
-        function,
-        method,
-        target: target.to_string(),
-        content_type: None,
-        body: Vec::new(),
-        expect,
-    }
-}
-
-fn json(method: &'static str, body: &[u8], expect: u16) -> Case {
-    Case {
-        content_type: Some("application/json"),
-        body: body.to_vec(),
-        ..case("echo", method, "/echo", expect)
-    }
-}
-
-fn sha1(body: Vec<u8>, expect: u16) -> Case {
-    Case {
-        body,
-        ..case("sha1", "POST", "/sha1", expect)
-    }
-}
-
-const LONDON: &str = "/suntimes?lat=51.5074&lon=-0.1278&date=2024-06-21&tz=Europe/London";
-
-fn cases() -> Vec<Case> {
-    let seed = br#"{"FirstName":"John","LastName":"Doe","Age":33}"#;
-    let patterned: Vec<u8> = (0..1_000_000u32).map(|i| (i % 253) as u8).collect();
-    vec![
-        case("hello", "GET", "/hello", 200),
-        case("hello", "GET", "/hello?anything=1", 200),
-        case("hello", "POST", "/hello", 405),
-        case("hello", "DELETE", "/hello", 405),
-        case("hello", "GET", "/hello/extra", 404),
-        case("hello", "GET", "/", 404),
-        case("hello", "GET", "/no-such-route", 404),
-        json("POST", seed, 200),
-        json(
-            "POST",
-            br#"{"firstName":"Ana","lastName":"Li","age":-20}"#,
-            200,
-        ),
-        json("POST", br#"{"LastName":"Doe","Age":33}"#, 400),
-        json("POST", br#"{"FirstName":7,"LastName":"Doe","Age":33}"#, 400),
-        json(
-            "POST",
-            br#"{"FirstName":"J","LastName":"D","Age":"33"}"#,
-            400,
-        ),
-        json(
-            "POST",
-            br#"{"FirstName":"J","LastName":"D","Age":2147483640}"#,
-            400,
-        ),
-        json(
-            "POST",
-            br#"{"FirstName":"J","LastName":"D","Age":1e400}"#,
-            400,
-        ),
-        json(
-            "POST",
-            br#"{"FirstName":"J","LastName":"D","Age":NaN}"#,
-            400,
-        ),
-        json("POST", br#"{"FirstName":"J","LastName":"D","Age":3"#, 400),
-        json(
-            "POST",
-            b"{\"FirstName\":\"\xc3\x28\",\"LastName\":\"D\",\"Age\":3}",
-            400,
-        ),
-        // As deep as serde_json goes (128 levels): the guest's small stack must hold it.
-        json("POST", deepest_json_field().as_bytes(), 200),
-        json("POST", b"", 400),
-        json("POST", b"null", 400),
-        json("POST", &vec![b' '; 65 * 1024], 413),
-        json("GET", b"", 405),
-        json("PUT", seed, 405),
-        Case {
-            content_type: Some("text/plain"),
-            ..json("POST", seed, 415)
-        },
-        case("cpu", "GET", "/cpu?ms=5", 200),
-        case("cpu", "GET", "/cpu", 200),
-        case("cpu", "POST", "/cpu?ms=0", 200),
-        case("cpu", "GET", "/cpu?ms=-1", 400),
-        case("cpu", "GET", "/cpu?ms=10001", 400),
-        case("cpu", "GET", "/cpu?ms=soon", 400),
-        case("cpu", "GET", "/cpu?ms=1&ms=2", 400),
-        case("cpu", "GET", "/cpu?ms=184467440737095516160", 400),
-        case("cpu", "PUT", "/cpu", 405),
-        case("io", "GET", "/io?ms=30", 200),
-        case("io", "POST", "/io?ms=0", 200),
-        case("io", "GET", "/io?ms=60001", 400),
-        case("io", "GET", "/io?ms=%FF", 400),
-        case("io", "DELETE", "/io", 405),
-        case("suntimes", "GET", LONDON, 200),
-        case(
-            "suntimes",
-            "GET",
-            "/suntimes?lat=78.22&lon=15.65&date=2024-06-21&tz=Arctic/Longyearbyen",
-            200,
-        ),
-        case(
-            "suntimes",
-            "GET",
-            "/suntimes?lat=-33.87&lon=151.21&date=2024-12-21&tz=%2B10:00",
-            200,
-        ),
-        case("suntimes", "GET", "/suntimes?lon=-0.12", 400),
-        case("suntimes", "GET", "/suntimes?lat=NaN&lon=0", 400),
-        case("suntimes", "GET", "/suntimes?lat=inf&lon=0", 400),
-        case("suntimes", "GET", "/suntimes?lat=91&lon=0", 400),
-        case("suntimes", "GET", "/suntimes?lat=0&lon=-181", 400),
-        case(
-            "suntimes",
-            "GET",
-            "/suntimes?lat=0&lon=0&date=2024-02-30",
-            400,
-        ),
-        case(
-            "suntimes",
-            "GET",
-            "/suntimes?lat=0&lon=0&date=1899-12-31",
-            400,
-        ),
-        case(
-            "suntimes",
-            "GET",
-            "/suntimes?lat=0&lon=0&date=yesterday",
-            400,
-        ),
-        case(
-            "suntimes",
-            "GET",
-            "/suntimes?lat=0&lon=0&tz=Mars/Olympus_Mons",
-            400,
-        ),
-        case("suntimes", "GET", "/suntimes?lat=0&lon=0&tz=%2B25:00", 400),
-        case("suntimes", "POST", LONDON, 405),
-        sha1(b"abc".to_vec(), 200),
-        sha1(Vec::new(), 200),
-        sha1(patterned, 200),
-        case("sha1", "GET", "/sha1", 405),
-    ]
-}
-
-/// A valid person with an extra field nested 126 objects deep, the most serde_json
-/// parses (its recursion limit is 128, counting the outer object).
-fn deepest_json_field() -> String {
-    format!(
-        r#"{{"FirstName":"J","LastName":"D","Age":1,"deep":{}1{}}}"#,
-        r#"{"a":"#.repeat(126),
-        "}".repeat(126)
-    )
-}
-
-fn describe(case: &Case) -> String {
-    format!(
-        "{} {} ({} body bytes)",
-        case.method,
-        case.target,
-        case.body.len()
-    )
-}
-
 fn ask(server: &Server, case: &Case) -> Answer {
-    send(
-        case.method,
-        &server.url(&case.target),
-        case.content_type,
-        &case.body,
-    )
+    case.send_to(&format!("http://{}", server.addr))
 }
 
 #[test]
@@ -202,7 +22,7 @@ fn components_and_natives_give_identical_answers() {
     for case in cases() {
         let from_wasm = ask(&runner, &case);
         let from_native = ask(native(case.function), &case);
-        let what = describe(&case);
+        let what = case.describe();
         assert_eq!(
             from_wasm.status,
             case.expect,

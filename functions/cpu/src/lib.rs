@@ -15,6 +15,8 @@ pub static ENDPOINT: Endpoint = Endpoint {
     route: "/cpu",
     methods: &["GET", "POST"],
     handler: Handler::Head(cpu),
+    // Busy-waits up to MAX_MS: it would hold an async worker that long.
+    cpu_bound: true,
 };
 
 #[derive(Serialize)]

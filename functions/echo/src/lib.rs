@@ -22,6 +22,7 @@ pub static ENDPOINT: Endpoint = Endpoint {
         limit: BODY_LIMIT,
         handle: echo,
     },
+    cpu_bound: false,
 };
 
 #[derive(Debug, PartialEq, Eq, Serialize)]

@@ -50,6 +50,14 @@ impl ApiError {
         )
     }
 
+    /// `408`: the client stopped sending its request body for `idle`.
+    pub fn request_body_stalled(idle: std::time::Duration) -> Self {
+        Self::new(
+            408,
+            format!("request body stalled: nothing received for {idle:?}"),
+        )
+    }
+
     /// `415`: the body's declared media type is not one the endpoint reads.
     pub fn unsupported_media_type(got: &str, expected: &str) -> Self {
         Self::new(

@@ -120,6 +120,7 @@ mod tests {
         route: "/hi",
         methods: &["GET"],
         handler: Handler::Head(hello),
+        cpu_bound: false,
     };
 
     #[test]

@@ -40,6 +40,7 @@ mod native_endpoint {
         route: "/hello-sdk",
         methods: &["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"],
         handler: Handler::Head(hello),
+        cpu_bound: false,
     };
 
     fn hello(_: &Head) -> Result<Reply, ApiError> {

@@ -9,6 +9,7 @@ pub static ENDPOINT: Endpoint = Endpoint {
     route: "/hello",
     methods: &["GET"],
     handler: Handler::Head(hello),
+    cpu_bound: false,
 };
 
 pub fn hello(_: &Head) -> Result<Reply, ApiError> {

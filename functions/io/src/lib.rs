@@ -18,6 +18,7 @@ pub static ENDPOINT: Endpoint = Endpoint {
     route: "/io",
     methods: &["GET", "POST"],
     handler: Handler::Delayed(io),
+    cpu_bound: false,
 };
 
 #[derive(Serialize)]

@@ -21,6 +21,8 @@ pub static ENDPOINT: Endpoint = Endpoint {
         limit: BODY_LIMIT,
         start: |_| Ok(Box::new(BlockHasher::default())),
     },
+    // Hashes up to 64 MiB: ~35 ms of CPU at the ~2 GB/s it hashes natively.
+    cpu_bound: true,
 };
 
 /// The response: `{"bytes":N,"blocks":M,"sha1":["<40 hex digits>", ...]}`.

@@ -126,10 +126,10 @@ async fn wasm(
 fn openssl_speed(algorithm: &str, quick: bool) -> Result<f64> {
     let openssl = super::hosts::on_path("openssl").map_err(anyhow::Error::msg)?;
     let seconds = if quick { "1" } else { "3" };
-    let out = Command::new(openssl)
-        .args(["speed", "-seconds", seconds, "-bytes", "4096", algorithm])
-        .output()
-        .context("running openssl speed")?;
+    let out = super::group::output(
+        Command::new(openssl).args(["speed", "-seconds", seconds, "-bytes", "4096", algorithm]),
+    )
+    .context("running openssl speed")?;
     if !out.status.success() {
         bail!(
             "openssl speed failed: {}",

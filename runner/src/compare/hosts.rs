@@ -1,16 +1,17 @@
 //! Starting and stopping the serving processes being compared, on free loopback
-//! ports. Every child is owned by a [`Server`] guard that kills it on drop, and
-//! registered so that Ctrl-C kills it too; a host that is not installed or not
-//! built is reported as skipped, never replaced by another.
+//! ports. Every host runs in a process group of its own, owned by a [`Server`]
+//! guard that stops the whole group on drop, and on Ctrl-C (`group`); a host
+//! that is not installed or not built is reported as skipped, never replaced
+//! by another.
 
+use super::group::Group;
 use super::http::{self, Request};
 use super::{Function, Paths};
 use crate::benchfile::CommandLine;
 use anyhow::{Context, Result, bail};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long a server may take from exec to its first `200` (an empty cache
@@ -28,17 +29,36 @@ pub enum HostKind {
     WasmP3,
     /// Real Spin: `spin up`.
     Spin,
-    /// `wasmtime serve -Scli`, one component per process.
+    /// `wasmtime serve -Scli`, one component per process, with its defaults.
     WasmtimeServe,
+    /// `wasmtime serve -Scli` with Spin's pool settings ([`SPIN_POOL`]): the
+    /// strongest configuration of it a user could pick.
+    WasmtimeServeTuned,
+    /// A host run from a command line given to `compare` (`--command-host`).
+    Command(&'static CommandHost),
 }
 
+/// `wasmtime serve`'s `-O` options for the pool Spin configures: Spin's
+/// defaults (spin-core `Config::default`, crates/core/src/lib.rs of
+/// spinframework/spin at commit 181b7d8: 1,000
+/// component instances, memories and stacks, 2 tables and 4 core instances
+/// per instance; 2 MiB of linear memory and 512 KiB of table kept resident
+/// when a slot is reused), under the option names of wasmtime-cli 48.0.8
+/// (wasmtime-cli-flags `OptimizeOptions`).
+pub const SPIN_POOL: &str = "pooling-allocator=y,pooling-memory-keep-resident=2097152,\
+     pooling-table-keep-resident=524288,pooling-total-component-instances=1000,\
+     pooling-total-core-instances=4000,pooling-total-memories=1000,pooling-total-tables=2000,\
+     pooling-total-stacks=1000";
+
 impl HostKind {
-    pub const ALL: [HostKind; 5] = [
+    /// The built-in hosts (command hosts are named by the user).
+    pub const ALL: [HostKind; 6] = [
         HostKind::Native,
         HostKind::Wasm,
         HostKind::WasmP3,
         HostKind::Spin,
         HostKind::WasmtimeServe,
+        HostKind::WasmtimeServeTuned,
     ];
 
     pub fn name(self) -> &'static str {
@@ -48,11 +68,84 @@ impl HostKind {
             HostKind::WasmP3 => "wasm-p3",
             HostKind::Spin => "spin",
             HostKind::WasmtimeServe => "wasmtime-serve",
+            HostKind::WasmtimeServeTuned => "wasmtime-serve-tuned",
+            HostKind::Command(host) => &host.name,
         }
     }
 
     pub fn parse(name: &str) -> Option<HostKind> {
         HostKind::ALL.into_iter().find(|h| h.name() == name)
+    }
+}
+
+/// A host given as a command line (`--command-host NAME=COMMAND`): split at
+/// spaces (no quoting), with `{native}`, `{wasm}`, `{manifest}` and `{addr}`
+/// replaced for each function by its native binary, its component, a Spin
+/// manifest of it alone, and the loopback address to listen on.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CommandHost {
+    pub name: String,
+    pub words: Vec<String>,
+}
+
+impl CommandHost {
+    /// Parses `NAME=COMMAND`; the host lives as long as the run (a host kind
+    /// is a `Copy` value naming it), so it is leaked, once per `compare`.
+    pub fn parse(spec: &str) -> Result<&'static CommandHost, String> {
+        let (name, command) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("--command-host {spec:?}: expected NAME=COMMAND"))?;
+        let words: Vec<String> = command.split_whitespace().map(String::from).collect();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(format!(
+                "--command-host name {name:?}: use lowercase letters, digits and '-'"
+            ));
+        }
+        if HostKind::parse(name).is_some() || crate::report::is_baseline(name) {
+            return Err(format!(
+                "--command-host name {name:?} is taken (built-in hosts and native* baselines)"
+            ));
+        }
+        if words.is_empty() {
+            return Err(format!("--command-host {name}: empty command"));
+        }
+        Ok(Box::leak(Box::new(CommandHost {
+            name: name.to_string(),
+            words,
+        })))
+    }
+
+    fn command(
+        &self,
+        paths: &Paths,
+        function: &Function,
+        addr: SocketAddr,
+    ) -> Result<Command, String> {
+        let path_of = |placeholder: &str| -> Result<String, String> {
+            let path = match placeholder {
+                "{native}" => existing(&function.native()?.command.program)?,
+                "{wasm}" => existing(&function.wasm)?,
+                _ => function_manifest(paths, function)?,
+            };
+            Ok(path.display().to_string())
+        };
+        let mut words = Vec::with_capacity(self.words.len());
+        for word in &self.words {
+            let mut word = word.replace("{addr}", &addr.to_string());
+            for placeholder in ["{native}", "{wasm}", "{manifest}"] {
+                if word.contains(placeholder) {
+                    word = word.replace(placeholder, &path_of(placeholder)?);
+                }
+            }
+            words.push(word);
+        }
+        let mut cmd = Command::new(&words[0]);
+        cmd.args(&words[1..]);
+        Ok(cmd)
     }
 }
 
@@ -84,12 +177,17 @@ pub fn command(
                 .arg(function_manifest(paths, function)?);
             cmd
         }
-        HostKind::WasmtimeServe => {
+        HostKind::WasmtimeServe | HostKind::WasmtimeServeTuned => {
             let wasm = existing(&function.wasm)?;
             let mut cmd = Command::new(on_path("wasmtime")?);
-            cmd.args(["serve", "-Scli", "--addr", &listen]).arg(wasm);
+            cmd.args(["serve", "-Scli", "--addr", &listen]);
+            if kind == HostKind::WasmtimeServeTuned {
+                cmd.args(["-O", SPIN_POOL]);
+            }
+            cmd.arg(wasm);
             return Ok(cmd);
         }
+        HostKind::Command(host) => return host.command(paths, function, addr),
     };
     cmd.arg("--listen").arg(&listen);
     Ok(cmd)
@@ -142,16 +240,18 @@ pub fn free_addr() -> Result<SocketAddr> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
 }
 
-/// A running host process; killed and reaped on drop.
+/// A running host process, in a process group of its own with everything it
+/// starts; the group is stopped on drop (`group`).
 pub struct Server {
-    child: Child,
+    group: Group,
     pub addr: SocketAddr,
     pub log: PathBuf,
 }
 
 impl Server {
+    /// The host's own process, the root of its process tree.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.group.pid()
     }
 
     /// Execs `cmd` and returns once `probe` answers `200`, with the time that took.
@@ -168,11 +268,8 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(stderr);
         let started = Instant::now();
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("starting {label}: {cmd:?}"))?;
-        register(child.id());
-        let mut server = Server { child, addr, log };
+        let group = Group::spawn(&mut cmd).with_context(|| format!("starting {label}: {cmd:?}"))?;
+        let server = Server { group, addr, log };
         server.wait_ready(probe, started).with_context(|| {
             format!(
                 "{label} did not become ready; its log: {}",
@@ -183,10 +280,10 @@ impl Server {
     }
 
     /// Polls with the probe request until a `200`; fails fast if the process exits.
-    fn wait_ready(&mut self, probe: &Request, started: Instant) -> Result<()> {
+    fn wait_ready(&self, probe: &Request, started: Instant) -> Result<()> {
         while started.elapsed() < START_TIMEOUT {
-            if let Some(status) = self.child.try_wait()? {
-                bail!("exited with {status} before answering");
+            if let Some(status) = self.group.exited() {
+                bail!("exited ({status}) before answering");
             }
             match http::call(self.addr, probe, Duration::from_secs(10)) {
                 Ok((200, _)) => return Ok(()),
@@ -201,13 +298,28 @@ impl Server {
         }
         bail!("no 200 within {START_TIMEOUT:?}")
     }
-}
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        unregister(self.child.id());
+    /// Whether the host still serves after a scenario that hit a limit: its
+    /// process is alive and the probe gets a `200` within `within`. `Err` says
+    /// how it broke.
+    pub fn still_serves(&self, probe: &Request, within: Duration) -> Result<(), String> {
+        let started = Instant::now();
+        let mut last = String::new();
+        while started.elapsed() < within {
+            if let Some(status) = self.group.exited() {
+                return Err(format!("the host exited ({status})"));
+            }
+            match http::call(self.addr, probe, Duration::from_secs(5)) {
+                Ok((200, _)) => return Ok(()),
+                Ok((status, _)) => last = format!("answered {status} to the probe"),
+                Err(e) => last = format!("{e:#}"),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!(
+            "the host stopped answering: no 200 to {} {} within {within:?} after the load ({last})",
+            probe.method, probe.target
+        ))
     }
 }
 
@@ -224,43 +336,6 @@ fn log_path(label: &str) -> Result<PathBuf> {
     let dir = log_dir();
     std::fs::create_dir_all(&dir)?;
     Ok(dir.join(format!("{}.log", label.replace(['/', ' '], "_"))))
-}
-
-/// PIDs of live children, for the Ctrl-C handler (Drop guards do not run on a signal).
-static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-fn register(pid: u32) {
-    CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
-}
-
-fn unregister(pid: u32) {
-    CHILDREN
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .retain(|p| *p != pid);
-}
-
-/// Kills every registered child (SIGKILL via kill(1): no libc needed for this one call).
-pub fn kill_all_children() {
-    let pids = std::mem::take(&mut *CHILDREN.lock().unwrap_or_else(|e| e.into_inner()));
-    for chunk in pids.chunks(500) {
-        let _ = Command::new("kill")
-            .arg("-KILL")
-            .args(chunk.iter().map(u32::to_string))
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// Kills children on Ctrl-C, then exits (130, as shells report SIGINT).
-pub fn kill_children_on_ctrl_c(runtime: &tokio::runtime::Runtime) {
-    runtime.spawn(async {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            kill_all_children();
-            eprintln!("\ninterrupted: child processes stopped");
-            std::process::exit(130);
-        }
-    });
 }
 
 /// `spinbench serve --manifest <manifest>` with the run's compiled-code cache setting.
@@ -315,8 +390,11 @@ pub fn allow_concurrency(cmd: &mut Command, kind: HostKind, users: usize) -> Res
             }
             cmd.args(["--max-concurrent", &cap.to_string()]);
             cmd.args(["--max-instances", &pool.to_string()]);
+            // One connection per user, and its default never below that.
+            let connections = (users + 1024).max(crate::host::DEFAULT_MAX_CONNECTIONS);
+            cmd.args(["--max-connections", &connections.to_string()]);
         }
-        HostKind::WasmtimeServe if users > 100 => {
+        HostKind::WasmtimeServe | HostKind::WasmtimeServeTuned if users > 100 => {
             check_map_count(pool)?;
             cmd.args(["--max-concurrent-connections", &cap.to_string()]);
             cmd.args(["--max-concurrent-requests", &cap.to_string()]);
@@ -339,7 +417,12 @@ pub fn allow_concurrency(cmd: &mut Command, kind: HostKind, users: usize) -> Res
                 cmd.env(var, n.to_string());
             }
         }
-        HostKind::Wasm | HostKind::WasmP3 | HostKind::WasmtimeServe | HostKind::Spin => {}
+        HostKind::Wasm
+        | HostKind::WasmP3
+        | HostKind::WasmtimeServe
+        | HostKind::WasmtimeServeTuned
+        | HostKind::Spin
+        | HostKind::Command(_) => {}
     }
     Ok(())
 }

@@ -2,16 +2,24 @@
 //! oha in its own process (`oha`: how it is run and read). Records throughput,
 //! latency percentiles, errors, and, for local servers, the CPU used by the
 //! server, by oha and by the rest of the machine, and the server's RSS before,
-//! during (peak) and after the load.
+//! during (peak) and after the load. The server is its whole process tree
+//! (`tree`): `spin up` serves from a child.
+//!
+//! A run with errors, or in which the users never reached a steady state, hit
+//! the host's limit if the host still serves afterwards: the report says what
+//! the clients saw (status codes and transport errors) as a figure of that
+//! host. A host that exited or stopped answering "failed".
 
 use super::hosts::{self, Cache, HostKind, Server};
 use super::oha::{self, OhaReport, Steady};
 use super::scenarios::{Scenario, check_open_files, scenarios};
+use super::tree::{self, Kind};
 use super::{Function, Paths, Plan, Run};
 use crate::benchfile::Variant;
 use crate::procfs;
-use crate::report::{Better, Metric};
+use crate::report::{Better, Metric, describe_outcomes};
 use anyhow::{Context, Result};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -24,6 +32,10 @@ const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// How long the server gets to give memory back before "RSS after" (`--quick`: less).
 const SETTLE_AFTER_LOAD: Duration = Duration::from_secs(1);
 const SETTLE_AFTER_LOAD_QUICK: Duration = Duration::from_millis(200);
+/// How long a host that hit a limit gets to answer the probe again before it
+/// counts as broken rather than full.
+const RECOVERY: Duration = Duration::from_secs(10);
+
 /// What one load run measured, whichever way oha's output was read.
 struct Figures {
     /// `200` answers per second.
@@ -32,6 +44,21 @@ struct Figures {
     latency_ms: [Option<f64>; 4],
     max_ms: Option<f64>,
     errors: u64,
+    /// Answers by status code, and (read from oha's summary) transport errors.
+    clients_saw: BTreeMap<String, u64>,
+    /// Steady-state runs: the users that got an answer.
+    users_answered: Option<usize>,
+}
+
+/// How a timed run ended.
+enum Outcome {
+    Figures(Figures),
+    /// The users never reached a steady state (too few got an answer, or too late).
+    NoSteadyState {
+        why: String,
+        users_answered: usize,
+        clients_saw: BTreeMap<String, u64>,
+    },
 }
 
 const PERCENTILES: [(&str, f64); 4] = [
@@ -48,17 +75,21 @@ impl From<&OhaReport> for Figures {
             latency_ms: PERCENTILES.map(|(_, q)| r.latency_ms(&format!("p{q}"))),
             max_ms: r.summary.slowest.map(|s| s * 1e3),
             errors: r.error_count(),
+            clients_saw: r.clients_saw(),
+            users_answered: None,
         }
     }
 }
 
-impl From<&Steady> for Figures {
-    fn from(s: &Steady) -> Figures {
+impl Figures {
+    fn of_steady(s: &Steady, timeline: &oha::Timeline, users: usize) -> Figures {
         Figures {
             rate: s.rate,
             latency_ms: PERCENTILES.map(|(_, q)| s.latency_ms(q)),
             max_ms: s.latency_ms(100.0),
             errors: s.errors,
+            clients_saw: timeline.status_counts(),
+            users_answered: Some(timeline.users_answered(users)),
         }
     }
 }
@@ -72,24 +103,32 @@ fn warm_up(base: &str, scenario: &Scenario, plan: &Plan, body: Option<&Path>) ->
     Ok(())
 }
 
+/// How long a steady-state scenario's one oha run lasts: its ramp-up, then
+/// `plan.load_duration`.
+fn steady_run_for(ramp_up: Duration, plan: &Plan) -> Duration {
+    ramp_up.max(plan.warmup) + plan.load_duration
+}
+
 /// The timed run: oha's summary of `plan.load_duration`, or the steady state
 /// of a run of the ramp-up plus `plan.load_duration`, counted over the last
 /// `plan.load_duration` (`oha::Timeline::steady`).
-fn timed_run(base: &str, scenario: &Scenario, plan: &Plan, body: Option<&Path>) -> Result<Figures> {
-    match scenario.ramp_up {
-        None => Ok(Figures::from(&oha::run_summary(
-            base,
-            scenario,
-            plan.load_duration,
-            body,
-        )?)),
-        Some(ramp_up) => {
-            let run_for = ramp_up.max(plan.warmup) + plan.load_duration;
-            let timeline = oha::run_timeline(base, scenario, run_for, body)?;
-            let steady = timeline.steady(scenario.users, plan.load_duration.as_secs_f64())?;
-            Ok(Figures::from(&steady))
-        }
-    }
+fn timed_run(base: &str, scenario: &Scenario, plan: &Plan, body: Option<&Path>) -> Result<Outcome> {
+    let Some(ramp_up) = scenario.ramp_up else {
+        let summary = oha::run_summary(base, scenario, plan.load_duration, body)?;
+        return Ok(Outcome::Figures(Figures::from(&summary)));
+    };
+    let run_for = steady_run_for(ramp_up, plan);
+    let timeline = oha::run_timeline(base, scenario, run_for, body)?;
+    Ok(
+        match timeline.steady(scenario.users, plan.load_duration.as_secs_f64()) {
+            Ok(steady) => Outcome::Figures(Figures::of_steady(&steady, &timeline, scenario.users)),
+            Err(why) => Outcome::NoSteadyState {
+                why: format!("{why:#}"),
+                users_answered: timeline.users_answered(scenario.users),
+                clients_saw: timeline.status_counts(),
+            },
+        },
+    )
 }
 
 /// The body of a scenario in a file, for oha's `-D`.
@@ -102,7 +141,7 @@ fn body_file(dir: &Path, f: &Function, scenario: &Scenario) -> Result<Option<Pat
     Ok(Some(path))
 }
 
-/// Samples a process's RSS on a thread until dropped; keeps the peak.
+/// Samples the RSS of a process tree (summed over it) on a thread until dropped; keeps the peak.
 struct RssSampler {
     stop: Arc<AtomicBool>,
     peak: Arc<AtomicU64>,
@@ -118,7 +157,7 @@ impl RssSampler {
         let (s, p) = (stop.clone(), peak.clone());
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
-                if let Ok(rss) = procfs::rss_bytes(pid) {
+                if let Ok(rss) = procfs::tree_rss_bytes(pid) {
                     p.fetch_max(rss, Ordering::Relaxed);
                 }
                 std::thread::sleep(RSS_SAMPLE_EVERY);
@@ -188,12 +227,21 @@ fn figure_metrics(
     if let Some(max) = figures.max_ms {
         out.push(m("latency_max", "ms", Better::Lower).value(max));
     }
-    out.push(m("errors", "count", Better::Lower).value(figures.errors as f64));
+    out.push(
+        m("errors", "count", Better::Lower)
+            .value(figures.errors as f64)
+            .clients_saw(figures.clients_saw.clone()),
+    );
+    if let Some(n) = figures.users_answered {
+        out.push(m("users_answered", "count", Better::Higher).value(n as f64));
+    }
     out
 }
 
-/// Load on one locally started server: warm-up, timed run, the server's and
-/// oha's CPU, and the server's RSS.
+/// Load on one locally started server: warm-up, timed run, the CPU of the
+/// server's tree, oha's and the rest of the machine's, and the tree's RSS;
+/// then, if the run hit a limit, whether the host still serves and what the
+/// clients saw.
 fn load_server(
     server: &Server,
     f: &Function,
@@ -205,18 +253,20 @@ fn load_server(
 ) -> Result<Vec<Metric>> {
     let base = format!("http://{}", server.addr);
     let pid = server.pid();
+    let m = |name, unit, better| metric(&f.name, host, scenario, name, unit, better);
     // Before the warm-up: the fresh server's footprint, which "after" is compared with.
-    let rss_idle = procfs::rss_bytes(pid)?;
+    let memory_idle = procfs::tree_memory(pid)?;
     warm_up(&base, scenario, plan, body)?;
     let sampler = RssSampler::start(pid);
-    let cpu_before = procfs::cpu_seconds(pid)?;
+    let cpu_before = procfs::tree_cpu_seconds(pid)?;
     // oha is the only child reaped during the timed run: its CPU time.
     let client_before = procfs::children_cpu_seconds()?;
     let machine_before = procfs::machine_busy_seconds()?;
     let started = Instant::now();
-    let figures = timed_run(&base, scenario, plan, body)?;
+    let outcome = timed_run(&base, scenario, plan, body)?;
     let wall = started.elapsed().as_secs_f64();
-    let cpu = (procfs::cpu_seconds(pid)? - cpu_before) / wall;
+    let (cpu, cpu_parts) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
+    let cpu = cpu / wall;
     let client_cpu = (procfs::children_cpu_seconds()? - client_before) / wall;
     // What the rest of the machine used meanwhile (this process, other work):
     // on a shared machine, the sign that a figure was measured under contention.
@@ -228,17 +278,149 @@ fn load_server(
     } else {
         SETTLE_AFTER_LOAD
     });
-    let rss_after = procfs::rss_bytes(pid)?;
+    let memory_after = procfs::tree_memory(pid)?;
+    let (rss_before, before_parts) = tree::memory(&memory_idle, Kind::Rss);
+    let (rss_after, after_parts) = tree::memory(&memory_after, Kind::Rss);
 
-    let mut out = figure_metrics(&f.name, host, scenario, &figures, cores);
-    let m = |name, unit, better| metric(&f.name, host, scenario, name, unit, better);
-    out.push(m("server_cpu", "cores", Better::Lower).value(cpu));
-    out.push(m("client_cpu", "cores", Better::Lower).value(client_cpu));
-    out.push(m("other_cpu", "cores", Better::Lower).value(other_cpu));
-    out.push(m("rss_before", "bytes", Better::Lower).value(rss_idle as f64));
-    out.push(m("rss_peak", "bytes", Better::Lower).value(peak.max(rss_idle) as f64));
-    out.push(m("rss_after", "bytes", Better::Lower).value(rss_after as f64));
-    Ok(out)
+    let (mut out, hit) = outcome_metrics(&f.name, host, scenario, outcome, cores);
+    out.extend([
+        m("server_cpu", "cores", Better::Lower)
+            .value(cpu)
+            .processes(cpu_parts),
+        m("client_cpu", "cores", Better::Lower).value(client_cpu),
+        m("other_cpu", "cores", Better::Lower).value(other_cpu),
+        m("rss_before", "bytes", Better::Lower)
+            .value(rss_before)
+            .processes(before_parts),
+        m("rss_peak", "bytes", Better::Lower).value((peak as f64).max(rss_before)),
+        m("rss_after", "bytes", Better::Lower)
+            .value(rss_after)
+            .processes(after_parts),
+    ]);
+    let Some(hit) = hit else {
+        return Ok(out);
+    };
+    let serving = server.still_serves(&f.probe(), RECOVERY);
+    // oha's CSV has answers only: for the transport errors, a second run read
+    // from oha's summary (not when the host broke: it would see a dead host).
+    let clients_saw = match (&serving, scenario.ramp_up) {
+        (Ok(()), Some(_)) => match oha::run_summary(
+            &base,
+            scenario,
+            steady_run_for(scenario.ramp_up.unwrap_or_default(), plan),
+            body,
+        ) {
+            Ok(again) => ClientsSaw {
+                outcomes: again.clients_saw(),
+                source: " (a second run of the scenario, read from oha's summary)".into(),
+            },
+            Err(e) => ClientsSaw {
+                source: format!(" (answers only: a second run for the errors failed: {e:#})"),
+                ..hit.clients_saw
+            },
+        },
+        _ => hit.clients_saw,
+    };
+    Ok(mark_limit(out, &hit.what, Some(serving), clients_saw))
+}
+
+/// A run that hit a limit: what happened.
+struct Hit {
+    /// "12 requests were not answered 200", "only 1726 of 10000 users got an answer ...".
+    what: String,
+    clients_saw: ClientsSaw,
+}
+
+/// What the clients saw, and from which run when not the timed one.
+struct ClientsSaw {
+    outcomes: BTreeMap<String, u64>,
+    source: String,
+}
+
+/// The metrics of a timed run's outcome, and whether (how) it hit a limit.
+fn outcome_metrics(
+    f: &str,
+    host: &str,
+    scenario: &Scenario,
+    outcome: Outcome,
+    cores: usize,
+) -> (Vec<Metric>, Option<Hit>) {
+    let m = |name, unit, better| metric(f, host, scenario, name, unit, better);
+    match outcome {
+        Outcome::Figures(figures) => {
+            let hit = (figures.errors > 0).then(|| Hit {
+                what: format!("{} requests were not answered 200", figures.errors),
+                clients_saw: ClientsSaw {
+                    outcomes: figures.clients_saw.clone(),
+                    source: String::new(),
+                },
+            });
+            (figure_metrics(f, host, scenario, &figures, cores), hit)
+        }
+        Outcome::NoSteadyState {
+            why,
+            users_answered,
+            clients_saw,
+        } => (
+            vec![
+                m("throughput", "req/s", Better::Higher),
+                m("users_answered", "count", Better::Higher).value(users_answered as f64),
+                m("errors", "count", Better::Lower),
+            ],
+            Some(Hit {
+                what: why,
+                clients_saw: ClientsSaw {
+                    outcomes: clients_saw,
+                    source: String::new(),
+                },
+            }),
+        ),
+    }
+}
+
+/// Marks a run that hit a limit: the throughput (if it has no figure),
+/// errors and users answered carry the limit, errors what the clients saw.
+/// If the host broke instead (`serving`; `None`: not checked), its figures
+/// are dropped for "failed: ...".
+fn mark_limit(
+    mut out: Vec<Metric>,
+    what: &str,
+    serving: Option<Result<(), String>>,
+    clients_saw: ClientsSaw,
+) -> Vec<Metric> {
+    let saw = format!(
+        "clients saw{}: {}",
+        clients_saw.source,
+        describe_outcomes(&clients_saw.outcomes)
+    );
+    if let Some(Err(broke)) = serving {
+        out.retain(|m| m.metric == "throughput" || m.metric == "errors");
+        for m in &mut out {
+            m.summary = None;
+            m.skipped = Some(format!("failed: {what}, then {broke}; {saw}"));
+        }
+    } else {
+        let kept = if serving.is_some() {
+            "; the host kept serving"
+        } else {
+            ""
+        };
+        let limit = format!("{what}; {saw}{kept}");
+        for m in &mut out {
+            let marked = match m.metric {
+                "throughput" => m.summary.is_none(),
+                "errors" | "users_answered" => true,
+                _ => false,
+            };
+            if marked {
+                m.limit = Some(limit.clone());
+            }
+        }
+    }
+    if let Some(errors) = out.iter_mut().find(|m| m.metric == "errors") {
+        errors.clients_saw = Some(clients_saw.outcomes);
+    }
+    out
 }
 
 /// `compare`'s load measurement: every scenario of every function on every
@@ -419,6 +601,7 @@ pub fn main(args: LoadArgs) -> Result<()> {
         quick: args.quick,
         results_dir: args.results_dir.clone(),
         keep: Default::default(),
+        command_hosts: Vec::new(),
     };
     let file = crate::benchfile::BenchFile::load(&args.from)?;
     let plan = Plan::from_args(&compare_args, super::functions(&file)?)?;
@@ -444,9 +627,15 @@ pub fn main(args: LoadArgs) -> Result<()> {
                 }),
             };
             match result {
-                Ok(figures) => figure_metrics(&f.name, "remote", &scenario, &figures, cores)
-                    .into_iter()
-                    .for_each(|m| report.push(m)),
+                Ok(outcome) => {
+                    let (out, hit) = outcome_metrics(&f.name, "remote", &scenario, outcome, cores);
+                    let out = match hit {
+                        // Not our host: whether it still serves is not checked.
+                        Some(hit) => mark_limit(out, &hit.what, None, hit.clients_saw),
+                        None => out,
+                    };
+                    out.into_iter().for_each(|m| report.push(m));
+                }
                 Err(e) => {
                     report.push(m("throughput", "req/s", Better::Higher).skipped(format!("{e:#}")))
                 }

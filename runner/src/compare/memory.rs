@@ -4,20 +4,28 @@
 //! task, or a whole process alive), and the server's RSS and PSS growth is divided
 //! by K. PSS splits shared pages between the processes mapping them, so for the
 //! process-per-request model the sum of PSS over the K processes is the fair cost.
+//! A host is its whole process tree (`tree`): `spin up` serves from a child.
+//! A host that cannot hold K requests at once has hit its limit: how many it
+//! held is its figure, with what the others' clients got.
 //! RSS during and after load is recorded by the load measurement.
 
 use super::hosts::{self, Cache, HostKind, Server};
 use super::http::{self, Request};
+use super::tree::{self, Kind};
 use super::{Function, Run};
 use crate::procfs::{self, Memory};
-use crate::report::{Better, Metric};
-use anyhow::{Context, Result};
+use crate::report::{Better, Counted, Metric};
+use anyhow::Result;
+use std::collections::BTreeMap;
 use std::net::TcpStream;
 use std::time::Duration;
 
 const MEASUREMENT: &str = "memory";
 /// Requests answered before the idle reading, so lazily touched pages are counted.
 const WARM_REQUESTS: usize = 20;
+/// How long a host that could not hold K requests gets to answer the probe
+/// again before it counts as broken rather than full.
+const RECOVERY: Duration = Duration::from_secs(10);
 
 pub fn measure(run: &mut Run) -> Result<()> {
     let functions = run.plan.functions.clone();
@@ -134,62 +142,87 @@ fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server,
 }
 
 fn idle(run: &Run, f: &Function, kind: HostKind) -> Vec<Metric> {
-    let metric = |name, value: Result<f64, String>| {
-        let m = Metric::new(
-            MEASUREMENT,
-            &f.name,
-            kind.name(),
-            name,
-            "bytes",
-            Better::Lower,
-        );
-        match value {
-            Ok(v) => m.value(v),
-            Err(why) => m.skipped(why),
-        }
-    };
     let reading = start(run, f, kind, &format!("idle-{}-{}", f.name, kind.name()))
-        .and_then(|server| procfs::memory(server.pid()).map_err(|e| format!("{e:#}")));
-    vec![
-        metric("idle_rss", reading.clone().map(|m| m.rss_bytes as f64)),
-        metric("idle_pss", reading.map(|m| m.pss_bytes as f64)),
-    ]
-}
-
-/// Opens `k` connections each carrying `f`'s request the server will hold.
-fn hold(addr: std::net::SocketAddr, f: &Function, k: usize) -> Result<Vec<TcpStream>> {
-    let request = f
-        .spec
-        .memory_hold
-        .as_ref()
-        .map(Request::from)
-        .context("no memory.hold request")?;
-    (0..k)
-        .map(|i| {
-            http::send(addr, &request, Duration::from_secs(10))
-                .with_context(|| format!("held request {i}"))
+        .and_then(|server| procfs::tree_memory(server.pid()).map_err(|e| format!("{e:#}")));
+    [("idle_rss", Kind::Rss), ("idle_pss", Kind::Pss)]
+        .into_iter()
+        .map(|(name, kind_of)| {
+            let m = Metric::new(
+                MEASUREMENT,
+                &f.name,
+                kind.name(),
+                name,
+                "bytes",
+                Better::Lower,
+            );
+            match &reading {
+                Ok(reading) => {
+                    let (total, counted) = tree::memory(reading, kind_of);
+                    m.value(total).processes(counted)
+                }
+                Err(why) => m.skipped(why.clone()),
+            }
         })
         .collect()
 }
 
-/// Fails unless every held request is still unanswered, so a figure is never
-/// computed from requests the server refused (a 503) or finished early.
-fn still_in_flight(held: &[TcpStream]) -> Result<(), String> {
-    let mut buf = [0u8; 1];
-    let answered = held
-        .iter()
-        .filter(|s| {
-            s.set_nonblocking(true).is_ok()
-                && !matches!(s.peek(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
-        })
-        .count();
-    match answered {
-        0 => Ok(()),
-        n => Err(format!(
-            "{n} of {} held requests were answered or closed before the reading",
-            held.len()
-        )),
+/// The request of `f` the server holds (the benchmark file's `memory.hold`).
+fn hold_request(f: &Function) -> Result<Request, String> {
+    f.spec
+        .memory_hold
+        .as_ref()
+        .map(Request::from)
+        .ok_or_else(|| format!("{} has no memory.hold request", f.name))
+}
+
+/// Opens `k` connections each carrying `request`, which the server holds;
+/// a connection that fails is counted by its error (the host's limit).
+fn hold(
+    addr: std::net::SocketAddr,
+    request: &Request,
+    k: usize,
+) -> (Vec<TcpStream>, BTreeMap<String, u64>) {
+    let mut held = Vec::with_capacity(k);
+    let mut failed = BTreeMap::new();
+    for _ in 0..k {
+        match http::send(addr, request, Duration::from_secs(10)) {
+            Ok(stream) => held.push(stream),
+            Err(e) => *failed.entry(error_kind(&e)).or_default() += 1,
+        }
     }
+    (held, failed)
+}
+
+/// An error as a client sees it: "connection refused", "timed out", ...
+fn error_kind(e: &anyhow::Error) -> String {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<std::io::Error>())
+        .map_or_else(|| format!("{e:#}"), |io| io.kind().to_string())
+}
+
+/// The held requests that were answered or closed before the reading, by what
+/// their client got (a status code, or how the connection ended); those still
+/// in flight are kept.
+fn answered_early(held: Vec<TcpStream>) -> (usize, BTreeMap<String, u64>) {
+    let mut buf = [0u8; 1];
+    let mut in_flight = 0;
+    let mut got = BTreeMap::new();
+    for stream in held {
+        let waiting = stream.set_nonblocking(true).is_ok()
+            && matches!(stream.peek(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        if waiting {
+            in_flight += 1;
+            continue;
+        }
+        let _ = stream.set_nonblocking(false);
+        let outcome = match http::finish(stream) {
+            Ok((status, _)) => status.to_string(),
+            Err(e) if e.chain().any(|c| c.is::<std::io::Error>()) => error_kind(&e),
+            Err(_) => "closed without an answer".into(),
+        };
+        *got.entry(outcome).or_default() += 1;
+    }
+    (in_flight, got)
 }
 
 /// Gives the server time to accept and start every held request.
@@ -197,28 +230,69 @@ fn settle(k: usize) {
     std::thread::sleep(Duration::from_millis(300 + k as u64 / 2));
 }
 
-/// K requests in flight on one server: (memory growth) / K.
+/// What K requests held at once on one host came to.
+enum Held {
+    /// All K in flight at the reading: memory growth / K, with the processes it was in.
+    All {
+        per_instance: Memory,
+        pss_parts: Option<Vec<Counted>>,
+        rss_parts: Option<Vec<Counted>>,
+    },
+    /// The host kept serving but held fewer: its limit.
+    Limit {
+        held: usize,
+        clients_saw: BTreeMap<String, u64>,
+    },
+}
+
+/// K requests in flight on one server: (memory growth of its tree) / K.
 fn per_instance_one_server(
     run: &Run,
     f: &Function,
     kind: HostKind,
     k: usize,
-) -> Result<Memory, String> {
+) -> Result<Held, String> {
+    let request = hold_request(f)?;
     let server = start(run, f, kind, &format!("k{k}-{}", kind.name()))?;
-    let before = procfs::memory(server.pid()).map_err(|e| format!("{e:#}"))?;
-    let held = hold(server.addr, f, k).map_err(|e| format!("{e:#}"))?;
+    let tree_memory = || procfs::tree_memory(server.pid()).map_err(|e| format!("{e:#}"));
+    let before = tree_memory()?;
+    let (held, refused) = hold(server.addr, &request, k);
     settle(k);
-    let during = procfs::memory(server.pid()).map_err(|e| format!("{e:#}"))?;
-    still_in_flight(&held)?;
-    drop(held);
-    Ok(Memory {
-        rss_bytes: during.rss_bytes.saturating_sub(before.rss_bytes) / k as u64,
-        pss_bytes: during.pss_bytes.saturating_sub(before.pss_bytes) / k as u64,
+    let during = tree_memory()?;
+    let (in_flight, mut clients_saw) = answered_early(held);
+    if in_flight < k {
+        for (what, n) in refused {
+            *clients_saw.entry(what).or_default() += n;
+        }
+        let limit = Held::Limit {
+            held: in_flight,
+            clients_saw,
+        };
+        return match server.still_serves(&f.probe(), RECOVERY) {
+            Ok(()) => Ok(limit),
+            Err(broke) => Err(format!(
+                "failed: {in_flight} of {k} held requests stayed in flight, then {broke}"
+            )),
+        };
+    }
+    let growth = |kind_of| {
+        let (total, parts) = tree::memory_growth(&before, &during, kind_of);
+        (total as u64 / k as u64, parts)
+    };
+    let ((pss, pss_parts), (rss, rss_parts)) = (growth(Kind::Pss), growth(Kind::Rss));
+    Ok(Held::All {
+        per_instance: Memory {
+            rss_bytes: rss,
+            pss_bytes: pss,
+        },
+        pss_parts: Some(pss_parts),
+        rss_parts: Some(rss_parts),
     })
 }
 
 /// K native processes, each with one request in flight: total memory / K.
-fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Memory, String> {
+fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Held, String> {
+    let request = hold_request(f)?;
     let mut servers = Vec::with_capacity(k);
     let mut held = Vec::with_capacity(k);
     for i in 0..k {
@@ -226,7 +300,10 @@ fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Memory, S
         let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
         let (server, _) = Server::start(cmd, addr, &f.probe(), &format!("k{k}-process-{i}"))
             .map_err(|e| format!("{e:#}"))?;
-        held.extend(hold(server.addr, f, 1).map_err(|e| format!("{e:#}"))?);
+        held.push(
+            http::send(server.addr, &request, Duration::from_secs(10))
+                .map_err(|e| format!("held request {i}: {e:#}"))?,
+        );
         servers.push(server);
     }
     settle(0);
@@ -236,11 +313,20 @@ fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Memory, S
         total.rss_bytes += m.rss_bytes;
         total.pss_bytes += m.pss_bytes;
     }
-    still_in_flight(&held)?;
-    drop(held);
-    Ok(Memory {
-        rss_bytes: total.rss_bytes / k as u64,
-        pss_bytes: total.pss_bytes / k as u64,
+    let (in_flight, got) = answered_early(held);
+    if in_flight < k {
+        return Err(format!(
+            "{} of {k} held requests were answered or closed before the reading: {got:?}",
+            k - in_flight
+        ));
+    }
+    Ok(Held::All {
+        per_instance: Memory {
+            rss_bytes: total.rss_bytes / k as u64,
+            pss_bytes: total.pss_bytes / k as u64,
+        },
+        pss_parts: None,
+        rss_parts: None,
     })
 }
 
@@ -249,19 +335,55 @@ fn record_per_instance(
     function: &str,
     host: &str,
     k: usize,
-    result: Result<Memory, String>,
+    result: Result<Held, String>,
 ) {
-    for (name, pick) in [
-        (
-            "pss_per_instance",
-            (|m: &Memory| m.pss_bytes) as fn(&Memory) -> u64,
-        ),
-        ("rss_per_instance", |m: &Memory| m.rss_bytes),
-    ] {
-        let m = Metric::new(MEASUREMENT, function, host, name, "bytes", Better::Lower).k(k);
-        run.record(match &result {
-            Ok(mem) => m.value(pick(mem) as f64),
-            Err(why) => m.skipped(why.clone()),
-        });
+    let metric =
+        |name, unit, better| Metric::new(MEASUREMENT, function, host, name, unit, better).k(k);
+    let per_instance = |name| metric(name, "bytes", Better::Lower);
+    let held = metric("live_requests_held", "count", Better::Higher);
+    let metrics = match result {
+        Ok(Held::All {
+            per_instance: mem,
+            pss_parts,
+            rss_parts,
+        }) => {
+            let with = |m: Metric, parts: Option<Vec<Counted>>| match parts {
+                Some(parts) => m.processes(parts),
+                None => m,
+            };
+            vec![
+                with(
+                    per_instance("pss_per_instance").value(mem.pss_bytes as f64),
+                    pss_parts,
+                ),
+                with(
+                    per_instance("rss_per_instance").value(mem.rss_bytes as f64),
+                    rss_parts,
+                ),
+                held.value(k as f64),
+            ]
+        }
+        Ok(Held::Limit {
+            held: n,
+            clients_saw,
+        }) => {
+            let why = format!(
+                "held {n} of {k} requests at once (the rest: {}); the host kept serving",
+                crate::report::describe_outcomes(&clients_saw)
+            );
+            vec![
+                per_instance("pss_per_instance").limit(why.clone()),
+                per_instance("rss_per_instance").limit(why.clone()),
+                held.value(n as f64).limit(why).clients_saw(clients_saw),
+            ]
+        }
+        Err(why) => vec![
+            per_instance("pss_per_instance").skipped(why.clone()),
+            per_instance("rss_per_instance").skipped(why.clone()),
+            held.skipped(why),
+        ],
+    };
+    for m in metrics {
+        run.record(m);
     }
 }

@@ -3,6 +3,7 @@
 //! starts and stops the processes they compare.
 
 pub mod build_and_size;
+pub mod group;
 pub mod hashing_per_core;
 pub mod hosts;
 pub mod http;
@@ -13,12 +14,13 @@ pub mod oha;
 pub mod plain;
 pub mod process_cold_start;
 pub mod scenarios;
+pub mod tree;
 
 use crate::benchfile::{BenchFile, Component, Native};
 use crate::manifest::Manifest;
 use crate::report::{Metric, Report};
 use anyhow::{Context, Result, bail};
-use hosts::HostKind;
+use hosts::{CommandHost, HostKind};
 use http::Request;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -42,9 +44,12 @@ pub struct CompareArgs {
     /// Functions (the file's component ids) to measure, comma-separated [default: every one in the file].
     #[arg(long, value_delimiter = ',')]
     pub functions: Vec<String>,
-    /// Hosts to compare (comma-separated): native, wasm, wasm-p3, spin, wasmtime-serve. Absent ones are skipped.
-    #[arg(long, value_delimiter = ',', default_values = ["native", "wasm", "wasm-p3", "spin", "wasmtime-serve"])]
+    /// Hosts to compare (comma-separated): native, wasm, wasm-p3, spin, wasmtime-serve, wasmtime-serve-tuned (Spin's pool settings), or a --command-host's name. Absent ones are skipped.
+    #[arg(long, value_delimiter = ',', default_values = ["native", "wasm", "wasm-p3", "spin", "wasmtime-serve", "wasmtime-serve-tuned"])]
     pub hosts: Vec<String>,
+    /// A host run from a command (repeatable): NAME=COMMAND, split at spaces (no quoting), with {native}, {wasm}, {manifest} and {addr} replaced for each function by its native binary, its component, a Spin manifest of it alone, and the 127.0.0.1 address to listen on. Compared after the --hosts unless they name it. Like every host it runs in a process group of its own, stopped with everything it started. Example: 'my-spin=/opt/spin/spin up -f {manifest} --listen {addr}'
+    #[arg(long = "command-host", value_name = "NAME=COMMAND")]
+    pub command_hosts: Vec<String>,
     /// Measurements to run (comma-separated): build_and_size, instance_cold_start, hashing_per_core, process_cold_start, memory, load.
     #[arg(long, value_delimiter = ',', default_values = MEASUREMENTS)]
     pub measurements: Vec<String>,
@@ -112,23 +117,24 @@ pub fn functions(file: &BenchFile) -> Result<Vec<Function>> {
         .iter()
         .map(|c| {
             let route = manifest
-                .trigger
-                .http
-                .iter()
+                .http_routes()
+                .into_iter()
                 .find(|t| t.component == c.id)
-                .map(|t| t.route.clone())
+                .map(|t| t.route)
                 .with_context(|| format!("component {:?} has no [[trigger.http]] route", c.id))?;
             let p3_wasm = p3.as_ref().map_err(Clone::clone).and_then(|m| {
                 m.component
                     .get(&c.id)
-                    .map(|comp| m.source_path(comp))
+                    .and_then(|comp| m.source_path(comp))
                     .ok_or_else(|| format!("{:?} is not in the WASIp3 manifest", c.id))
             });
             Ok(Function {
                 name: c.id.clone(),
                 spec: c.clone(),
                 route,
-                wasm: manifest.source_path(&manifest.component[&c.id]),
+                wasm: manifest
+                    .source_path(&manifest.component[&c.id])
+                    .with_context(|| format!("component {:?} has no local source", c.id))?,
                 p3_wasm,
             })
         })
@@ -231,11 +237,7 @@ impl Plan {
                 })
                 .collect::<Result<Vec<_>>>()?
         };
-        let hosts = args
-            .hosts
-            .iter()
-            .map(|n| HostKind::parse(n).with_context(|| format!("unknown host {n:?}")))
-            .collect::<Result<Vec<_>>>()?;
+        let hosts = hosts(args)?;
         for m in &args.measurements {
             if !MEASUREMENTS.contains(&m.as_str()) {
                 bail!(
@@ -283,6 +285,39 @@ impl Plan {
     }
 }
 
+/// The hosts `--hosts` names (built-in or command hosts), then the command
+/// hosts it does not name.
+fn hosts(args: &CompareArgs) -> Result<Vec<HostKind>> {
+    let mut commands: Vec<&'static CommandHost> = Vec::new();
+    for spec in &args.command_hosts {
+        let host = CommandHost::parse(spec).map_err(anyhow::Error::msg)?;
+        if commands.iter().any(|c| c.name == host.name) {
+            bail!("--command-host {:?} given twice", host.name);
+        }
+        commands.push(host);
+    }
+    let mut hosts = args
+        .hosts
+        .iter()
+        .map(|n| {
+            HostKind::parse(n)
+                .or_else(|| {
+                    commands
+                        .iter()
+                        .find(|c| c.name == *n)
+                        .map(|c| HostKind::Command(c))
+                })
+                .with_context(|| format!("unknown host {n:?}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for host in commands.into_iter().map(HostKind::Command) {
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    Ok(hosts)
+}
+
 /// Everything a measurement needs: the plan, the paths, where to put results.
 pub struct Run {
     pub plan: Plan,
@@ -326,9 +361,10 @@ pub fn main(args: CompareArgs) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    hosts::kill_children_on_ctrl_c(&runtime);
+    group::stop_all_on_signal(&runtime);
     let result = measure_all(&mut run, &runtime);
-    hosts::kill_all_children();
+    // Every group is stopped by its guard already; this catches any leak.
+    group::stop_all();
     result?;
     hosts::remove_logs();
 

@@ -77,6 +77,20 @@ impl OhaReport {
         bad_status + failed
     }
 
+    /// What the clients got: answers by status code and transport errors by
+    /// oha's message, without the requests cut off by the deadline.
+    pub fn clients_saw(&self) -> BTreeMap<String, u64> {
+        let errors = self
+            .error_distribution
+            .iter()
+            .filter(|(e, _)| !e.contains("deadline"));
+        self.status_code_distribution
+            .iter()
+            .chain(errors)
+            .map(|(what, n)| (what.clone(), *n))
+            .collect()
+    }
+
     /// A latency percentile in ms (`p` as oha names it: "p50", "p99.9").
     pub fn latency_ms(&self, p: &str) -> Option<f64> {
         self.latency_percentiles
@@ -121,7 +135,7 @@ fn command(
 
 /// Runs oha to completion; its stdout.
 fn output(mut cmd: Command) -> Result<Vec<u8>> {
-    let out = cmd.stdin(Stdio::null()).output().context("running oha")?;
+    let out = super::group::output(cmd.stdin(Stdio::null())).context("running oha")?;
     if !out.status.success() {
         bail!(
             "oha failed ({}): {}",
@@ -256,6 +270,26 @@ impl Timeline {
         Ok(Timeline { answered, deadline })
     }
 
+    /// Answers by status code over the whole run (oha's CSV has no transport
+    /// errors: [`OhaReport::clients_saw`] has them).
+    pub fn status_counts(&self) -> BTreeMap<String, u64> {
+        let mut counts = BTreeMap::new();
+        for a in &self.answered {
+            *counts.entry(a.status.to_string()).or_default() += 1;
+        }
+        counts
+    }
+
+    /// How many of `users` got at least one answer (each user's first answer
+    /// opens its connection).
+    pub fn users_answered(&self, users: usize) -> usize {
+        self.answered
+            .iter()
+            .filter(|a| a.connected)
+            .count()
+            .min(users)
+    }
+
     /// The end of the ramp-up: when 99 % of the `users` had opened their
     /// connection and had their first answer back (the first answers that
     /// opened a connection, in order of start). `None` if fewer got one. Not all
@@ -353,6 +387,15 @@ mod tests {
     fn reads_oha_json() {
         let r: OhaReport = serde_json::from_str(OHA_JSON).unwrap();
         assert_eq!((r.ok_count(), r.error_count()), (1990, 3));
+        let saw: Vec<(String, u64)> = r.clients_saw().into_iter().collect();
+        assert_eq!(
+            saw,
+            [
+                ("200".into(), 1990),
+                ("500".into(), 2),
+                ("connection reset".into(), 1)
+            ]
+        );
         assert_eq!(r.latency_ms("p99"), Some(3.0));
     }
 
@@ -397,6 +440,9 @@ mod tests {
             (t.answered[1].status, t.answered[1].connected),
             (503, false)
         );
+        let counts: Vec<(String, u64)> = t.status_counts().into_iter().collect();
+        assert_eq!(counts, [("200".into(), 1), ("503".into(), 1)]);
+        assert_eq!((t.users_answered(10), t.users_answered(0)), (1, 0));
         assert!(Timeline::parse("start,status\n1,200\n", 1.0).is_err());
         assert!(Timeline::parse(&format!("{HEADER}x,0,0,1,1,25,200\n"), 1.0).is_err());
     }

@@ -1,51 +1,112 @@
-//! The runner's own request body limit, above every function's limit (the
-//! largest, sha1's, is 64 MiB): a declared `Content-Length` past it is refused
-//! with a `413` before any instance is created; a streamed (chunked) body that
-//! grows past it ends, for the guest, with `HTTP-request-body-size`, and the
-//! runner answers `413` in place of whatever the guest made of the failed read.
+//! The runner's own guards on a request body, in front of the guest:
+//!
+//! - a size limit above every function's limit (the largest, sha1's, is 64 MiB):
+//!   a declared `Content-Length` past it is refused with a `413` before any
+//!   instance is created; a streamed (chunked) body that grows past it ends, for
+//!   the guest, with `HTTP-request-body-size`;
+//! - a read timeout: a body that makes no progress for `--body-read-timeout`
+//!   while the guest waits for it ends, for the guest, with
+//!   `connection-read-timeout`.
+//!
+//! Either way the runner answers (`413`, `408`) in place of whatever the guest
+//! made of the failed read, and the guest's instance is dropped with it.
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::time::{Instant, Sleep};
 use wasmtime_wasi_http::Error;
 
 /// Default `--max-request-body`: 128 MiB.
 pub const DEFAULT_MAX_REQUEST_BODY: u64 = 128 << 20;
+/// Default `--body-read-timeout`: as long as a client gets for its head.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A request body that errors once more than `limit` bytes of data went through.
-pub struct LimitedBody<B> {
-    inner: B,
-    left: u64,
-    limit: u64,
-    exceeded: Exceeded,
+/// The limits a [`GuardedBody`] enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    pub max_size: u64,
+    pub read_timeout: Duration,
 }
 
-/// Whether a [`LimitedBody`] hit its limit; kept by the host after the body
+/// Why a [`GuardedBody`] ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFault {
+    TooLarge,
+    Stalled,
+}
+
+/// Which [`BodyFault`] a body hit, if any; kept by the host after the body
 /// itself has gone to the guest.
 #[derive(Clone, Default)]
-pub struct Exceeded(Arc<AtomicBool>);
+pub struct FaultCell(Arc<AtomicU8>);
 
-impl Exceeded {
-    pub fn get(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-impl<B> LimitedBody<B> {
-    pub fn new(inner: B, limit: u64, exceeded: Exceeded) -> Self {
-        Self {
-            inner,
-            left: limit,
-            limit,
-            exceeded,
+impl FaultCell {
+    pub fn get(&self) -> Option<BodyFault> {
+        match self.0.load(Ordering::Relaxed) {
+            1 => Some(BodyFault::TooLarge),
+            2 => Some(BodyFault::Stalled),
+            _ => None,
         }
     }
+
+    fn set(&self, fault: BodyFault) {
+        let code = match fault {
+            BodyFault::TooLarge => 1,
+            BodyFault::Stalled => 2,
+        };
+        self.0.store(code, Ordering::Relaxed);
+    }
 }
 
-impl<B> Body for LimitedBody<B>
+/// A request body that errors once more than `max_size` bytes of data went
+/// through, or once it has kept a reader waiting for `read_timeout`.
+pub struct GuardedBody<B> {
+    inner: B,
+    left: u64,
+    limits: BodyLimits,
+    fault: FaultCell,
+    /// Armed when a read finds no data, disarmed by the next data; created on
+    /// the first wait only, so a body that arrives with its head costs no timer.
+    stall: Option<Pin<Box<Sleep>>>,
+    waiting: bool,
+}
+
+impl<B> GuardedBody<B> {
+    pub fn new(inner: B, limits: BodyLimits, fault: FaultCell) -> Self {
+        Self {
+            inner,
+            left: limits.max_size,
+            limits,
+            fault,
+            stall: None,
+            waiting: false,
+        }
+    }
+
+    /// Called when the inner body has no data yet: `true` once the wait that
+    /// started with the first such call has lasted `read_timeout`.
+    fn stalled(&mut self, cx: &mut Context<'_>) -> bool {
+        let timeout = self.limits.read_timeout;
+        if !self.waiting {
+            self.waiting = true;
+            let deadline = Instant::now() + timeout;
+            match &mut self.stall {
+                Some(sleep) => sleep.as_mut().reset(deadline),
+                None => self.stall = Some(Box::pin(tokio::time::sleep_until(deadline))),
+            }
+        }
+        self.stall
+            .as_mut()
+            .is_some_and(|sleep| sleep.as_mut().poll(cx).is_ready())
+    }
+}
+
+impl<B> Body for GuardedBody<B>
 where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<Error>,
@@ -60,13 +121,14 @@ where
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
+                this.waiting = false;
                 if let Some(data) = frame.data_ref() {
                     let len = data.len() as u64;
                     if len > this.left {
                         this.left = 0;
-                        this.exceeded.0.store(true, Ordering::Relaxed);
+                        this.fault.set(BodyFault::TooLarge);
                         return Poll::Ready(Some(Err(Error::HttpRequestBodySize(Some(
-                            this.limit,
+                            this.limits.max_size,
                         )))));
                     }
                     this.left -= len;
@@ -75,6 +137,10 @@ where
             }
             Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
             Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending if this.stalled(cx) => {
+                this.fault.set(BodyFault::Stalled);
+                Poll::Ready(Some(Err(Error::ConnectionReadTimeout)))
+            }
             Poll::Pending => Poll::Pending,
         }
     }
@@ -93,22 +159,74 @@ mod tests {
     use super::*;
     use http_body_util::{BodyExt, Full};
 
+    fn limits(max_size: u64) -> BodyLimits {
+        BodyLimits {
+            max_size,
+            read_timeout: Duration::from_secs(10),
+        }
+    }
+
     #[tokio::test]
     async fn passes_up_to_the_limit_and_errors_past_it() {
-        let body = LimitedBody::new(
+        let body = GuardedBody::new(
             Full::new(Bytes::from_static(b"12345")),
-            5,
-            Exceeded::default(),
+            limits(5),
+            FaultCell::default(),
         );
         assert_eq!(body.collect().await.unwrap().to_bytes(), "12345");
-        let body = LimitedBody::new(
+        let fault = FaultCell::default();
+        let body = GuardedBody::new(
             Full::new(Bytes::from_static(b"123456")),
-            5,
-            Exceeded::default(),
+            limits(5),
+            fault.clone(),
         );
         assert!(matches!(
             body.collect().await,
             Err(Error::HttpRequestBodySize(Some(5)))
         ));
+        assert_eq!(fault.get(), Some(BodyFault::TooLarge));
+    }
+
+    /// One byte of body, then nothing, ever: a client that stopped sending.
+    struct OneByteThenSilence(bool);
+
+    impl Body for OneByteThenSilence {
+        type Data = Bytes;
+        type Error = Error;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+            if std::mem::replace(&mut self.0, true) {
+                Poll::Pending
+            } else {
+                Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"x")))))
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stops_arriving_errors_after_the_read_timeout() {
+        let fault = FaultCell::default();
+        let limits = BodyLimits {
+            max_size: 100,
+            read_timeout: Duration::from_millis(200),
+        };
+        let mut body = GuardedBody::new(OneByteThenSilence(false), limits, fault.clone());
+        let start = Instant::now();
+        let first = body.frame().await.unwrap().unwrap();
+        assert_eq!(first.into_data().unwrap(), "x");
+        assert_eq!(fault.get(), None);
+        assert!(matches!(
+            body.frame().await,
+            Some(Err(Error::ConnectionReadTimeout))
+        ));
+        let waited = start.elapsed();
+        assert!(
+            waited >= Duration::from_millis(200) && waited < Duration::from_secs(5),
+            "{waited:?}"
+        );
+        assert_eq!(fault.get(), Some(BodyFault::Stalled));
     }
 }

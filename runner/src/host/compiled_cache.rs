@@ -1,9 +1,28 @@
 //! Compiled components cached on disk, so a restart loads native code instead of
 //! recompiling (compiling all six components takes seconds; loading, milliseconds).
+//!
+//! Loading a cached file runs it as native code, so nothing is loaded that this
+//! runner's user did not write for exactly this wasm and engine:
+//! - the directory is created private (0700) and not used at all (everything is
+//!   compiled, with one warning) unless it is owned by the runner's effective
+//!   user and not writable by group or others;
+//! - a file is used only if it is a regular file owned by that user and not
+//!   writable by group or others;
+//! - each file starts with a header naming the SHA-256 of the wasm it was
+//!   compiled from, of the engine's compatibility hash, and of the code; the
+//!   header is checked before the code is read, the code's hash before it is
+//!   deserialized, and the code is deserialized from those same verified bytes
+//!   (never by reopening the path, which could be swapped in between);
+//! - files are written to an exclusive temporary file (`O_EXCL`, mode 0600) and
+//!   renamed into place;
+//! - a file that fails any check is recompiled and replaced, never run.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
+use std::fs::{DirBuilder, File};
 use std::hash::{Hash, Hasher};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wasmtime::Engine;
@@ -32,33 +51,96 @@ pub fn default_dir() -> Option<PathBuf> {
         .map(|dir| dir.join("spinbench"))
 }
 
-/// Loads the component `wasm` (read from `wasm_path`), from `cache_dir` when it
-/// holds code compiled from the same bytes by a compatible engine, else by
-/// compiling (and storing it).
+/// A cache directory that passed the ownership and mode checks.
+#[derive(Debug)]
+pub struct CacheDir(PathBuf);
+
+impl CacheDir {
+    /// Creates `dir` (mode 0700) if needed and checks it; on failure, warns once
+    /// on stderr and returns `None`, so every component is compiled.
+    pub fn open(dir: &Path) -> Option<Self> {
+        match private_dir(dir) {
+            Ok(()) => Some(Self(dir.to_path_buf())),
+            Err(error) => {
+                eprintln!(
+                    "warning: not using the compiled-code cache {}: {error:#}; compiling every component",
+                    dir.display()
+                );
+                None
+            }
+        }
+    }
+}
+
+fn private_dir(dir: &Path) -> Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    // Follows a symlink: what is checked is the directory files land in.
+    let meta = std::fs::metadata(dir).with_context(|| format!("reading {}", dir.display()))?;
+    if !meta.is_dir() {
+        bail!("not a directory");
+    }
+    owned_and_private(&meta)
+}
+
+/// Owned by the runner's effective user, and writable by no one else.
+fn owned_and_private(meta: &std::fs::Metadata) -> Result<()> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if meta.uid() != euid {
+        bail!(
+            "owned by uid {}, not by the runner's uid {euid}",
+            meta.uid()
+        );
+    }
+    if meta.mode() & 0o022 != 0 {
+        bail!(
+            "writable by group or others (mode {:o})",
+            meta.mode() & 0o7777
+        );
+    }
+    Ok(())
+}
+
+/// Loads the component `wasm` (read from `wasm_path`), from `cache` when it
+/// holds code verified to be compiled from these bytes by a compatible engine,
+/// else by compiling (and storing it).
 pub fn load(
     engine: &Engine,
     wasm: &[u8],
     wasm_path: &Path,
-    cache_dir: Option<&Path>,
+    cache: Option<&CacheDir>,
 ) -> Result<Loaded> {
     let start = Instant::now();
-    let Some(dir) = cache_dir else {
+    let Some(CacheDir(dir)) = cache else {
         let component = compile(engine, wasm, wasm_path)?;
         return Ok(loaded(component, Origin::Compiled, start));
     };
-    let cached = dir.join(format!("{}.cwasm", cache_key(engine, wasm)));
-    if cached.exists() {
-        match deserialize(engine, &cached) {
+    let expected = Header::expected(engine, wasm);
+    let cached = dir.join(format!("{}.cwasm", expected.file_stem()));
+    match read_verified(&cached, &expected) {
+        Ok(Some(code)) => match deserialize(engine, &code) {
             Ok(component) => return Ok(loaded(component, Origin::LoadedFromCache, start)),
-            // A truncated or foreign file: recompile and overwrite it.
-            Err(error) => eprintln!("warning: ignoring cached {}: {error:#}", cached.display()),
-        }
+            Err(error) => warn_unusable(&cached, &error),
+        },
+        Ok(None) => {}
+        Err(error) => warn_unusable(&cached, &error),
     }
     let component = compile(engine, wasm, wasm_path)?;
-    if let Err(error) = store(&component, dir, &cached) {
+    if let Err(error) = store(&component, &expected, dir, &cached) {
         eprintln!("warning: not caching {}: {error:#}", wasm_path.display());
     }
     Ok(loaded(component, Origin::Compiled, start))
+}
+
+fn warn_unusable(cached: &Path, error: &anyhow::Error) {
+    eprintln!(
+        "warning: recompiling: cached {} is not usable ({error:#}); it will be replaced",
+        cached.display()
+    );
 }
 
 fn loaded(component: Component, origin: Origin, start: Instant) -> Loaded {
@@ -75,38 +157,157 @@ fn compile(engine: &Engine, wasm: &[u8], wasm_path: &Path) -> Result<Component> 
         .with_context(|| format!("compiling component {}", wasm_path.display()))
 }
 
-fn deserialize(engine: &Engine, cached: &Path) -> Result<Component> {
-    // SAFETY: `deserialize_file` trusts the file to be wasmtime output, as it maps
-    // it as executable code. Files in the cache dir named `<sha256>.cwasm` are
-    // only ever written by `store` below, from `Component::serialize` of this
-    // same engine configuration (the key covers the engine's compatibility
-    // hash), and they appear only through an atomic rename of a complete file.
-    // wasmtime additionally checks the header and rejects incompatible files.
-    unsafe { Component::deserialize_file(engine, cached) }.map_err(anyhow::Error::from)
+fn deserialize(engine: &Engine, code: &[u8]) -> Result<Component> {
+    // SAFETY: `deserialize` trusts `code` to be wasmtime output, as it runs it as
+    // native code. `code` is exactly the bytes whose SHA-256 `read_verified`
+    // checked against a header naming this wasm and this engine, read from a
+    // file owned by this user in a directory only this user can write, which
+    // only `store` below writes (from `Component::serialize` of this engine).
+    // wasmtime additionally checks its own header and rejects incompatible code.
+    unsafe { Component::deserialize(engine, code) }.map_err(anyhow::Error::from)
 }
 
-/// Writes atomically: a temp file in the same directory, then a rename, so a
-/// concurrent reader sees either no file or a complete one.
-fn store(component: &Component, dir: &Path, cached: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let bytes = component.serialize().map_err(anyhow::Error::from)?;
-    let temp = cached.with_extension(format!("cwasm.tmp{}", std::process::id()));
-    std::fs::write(&temp, bytes).with_context(|| format!("writing {}", temp.display()))?;
-    std::fs::rename(&temp, cached).with_context(|| format!("renaming to {}", cached.display()))
+/// The code in `cached` if the file exists and passes every check; `Ok(None)`
+/// if there is no such file.
+fn read_verified(cached: &Path, expected: &Header) -> Result<Option<Vec<u8>>> {
+    let mut file = match File::open(cached) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    // Checked on the open file, so it is the file that will be read.
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        bail!("not a regular file");
+    }
+    owned_and_private(&meta)?;
+    let mut raw = [0; Header::LEN];
+    file.read_exact(&mut raw).context("truncated header")?;
+    let header = Header::parse(&raw)?;
+    header.matches(expected)?;
+    let mut code = Vec::new();
+    file.take(header.code_len.saturating_add(1))
+        .read_to_end(&mut code)?;
+    if code.len() as u64 != header.code_len {
+        bail!(
+            "{} bytes of code where the header says {}",
+            code.len(),
+            header.code_len
+        );
+    }
+    if sha256(&code) != header.code {
+        bail!("the code does not match its hash");
+    }
+    Ok(Some(code))
 }
 
-/// Hex SHA-256 of the wasm bytes and of the engine's compatibility hash (wasmtime
-/// version, target, and the settings that change generated code).
-fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
-    let mut hasher = Sha256Hasher(Sha256::new());
-    hasher.0.update(wasm);
-    engine.precompile_compatibility_hash().hash(&mut hasher);
-    hasher
-        .0
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+/// Writes header and code to an exclusive temporary file, then renames it over
+/// `cached`: readers see no file, the old one or the complete new one.
+fn store(component: &Component, expected: &Header, dir: &Path, cached: &Path) -> Result<()> {
+    let code = component.serialize().map_err(anyhow::Error::from)?;
+    let header = Header {
+        code: sha256(&code),
+        code_len: code.len() as u64,
+        ..*expected
+    };
+    let mut temp = tempfile::Builder::new()
+        .prefix(".cwasm-")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    temp.write_all(&header.to_bytes())
+        .and_then(|()| temp.write_all(&code))
+        .context("writing the temporary file")?;
+    temp.persist(cached)
+        .with_context(|| format!("renaming to {}", cached.display()))?;
+    Ok(())
+}
+
+/// What a cache file says about itself, before its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Header {
+    /// SHA-256 of the wasm the code was compiled from.
+    wasm: [u8; 32],
+    /// SHA-256 of the engine's compatibility hash (wasmtime version, target, and
+    /// the settings that change generated code).
+    engine: [u8; 32],
+    /// SHA-256 of the code that follows.
+    code: [u8; 32],
+    code_len: u64,
+}
+
+impl Header {
+    /// Names the format; a new layout gets a new magic.
+    const MAGIC: &[u8; 16] = b"spinbench-cwasm1";
+    const LEN: usize = 16 + 32 * 3 + 8;
+
+    /// The header a file for `wasm` on `engine` must have (code fields unset).
+    fn expected(engine: &Engine, wasm: &[u8]) -> Self {
+        let mut hasher = Sha256Hasher(Sha256::new());
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        Self {
+            wasm: sha256(wasm),
+            engine: hasher.0.finalize().into(),
+            code: [0; 32],
+            code_len: 0,
+        }
+    }
+
+    /// The file name: one per (wasm, engine) pair.
+    fn file_stem(&self) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(self.wasm);
+        hasher.update(self.engine);
+        hasher
+            .finalize()
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+
+    fn matches(&self, expected: &Header) -> Result<()> {
+        if self.wasm != expected.wasm {
+            bail!("compiled from other wasm");
+        }
+        if self.engine != expected.engine {
+            bail!("compiled by an incompatible engine");
+        }
+        Ok(())
+    }
+
+    fn to_bytes(self) -> [u8; Self::LEN] {
+        let mut out = [0; Self::LEN];
+        let fields: [&[u8]; 5] = [
+            Self::MAGIC,
+            &self.wasm,
+            &self.engine,
+            &self.code,
+            &self.code_len.to_le_bytes(),
+        ];
+        let mut at = 0;
+        for field in fields {
+            out[at..at + field.len()].copy_from_slice(field);
+            at += field.len();
+        }
+        out
+    }
+
+    fn parse(raw: &[u8; Self::LEN]) -> Result<Self> {
+        let (magic, rest) = raw.split_at(16);
+        if magic != Self::MAGIC {
+            bail!("not a spinbench cache file");
+        }
+        let field = |at: usize| -> [u8; 32] { rest[at..at + 32].try_into().expect("32 bytes") };
+        Ok(Self {
+            wasm: field(0),
+            engine: field(32),
+            code: field(64),
+            code_len: u64::from_le_bytes(rest[96..104].try_into().expect("8 bytes")),
+        })
+    }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
 }
 
 /// Feeds `std::hash::Hash` output into SHA-256 (the engine's hash is only `impl Hash`).
@@ -124,15 +325,4 @@ impl Hasher for Sha256Hasher {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn key_depends_on_the_bytes_and_is_stable() {
-        let engine = Engine::default();
-        let a = cache_key(&engine, b"one");
-        assert_eq!(a, cache_key(&engine, b"one"));
-        assert_ne!(a, cache_key(&engine, b"two"));
-        assert_eq!(a.len(), 64);
-    }
-}
+mod tests;

@@ -41,18 +41,47 @@ impl Default for PoolSizing {
     }
 }
 
-/// Which instance allocator the engine ended up with.
+/// Which instance allocator the engine uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Allocation {
     Pooling,
-    /// Fallback when the pool's address space could not be reserved.
+    /// Memories and tables allocated per instance: no address space reserved
+    /// up front (for machines whose address space is limited), at a higher
+    /// cost per instantiation. Also the fallback when the pool cannot be reserved.
     OnDemand,
 }
 
-/// Builds the engine with the pooling allocator, falling back to on-demand
-/// allocation (with a warning) if the pool cannot be reserved on this machine.
-/// `wasip3`: whether any component to be hosted is a WASIp3 one.
-pub fn build(sizing: PoolSizing, wasip3: bool) -> Result<(Engine, Allocation)> {
+/// What one component instance may contain. The pool refuses a component past
+/// these when it is loaded; under on-demand allocation the store limiter
+/// (`state.rs`) refuses its instantiation. The pool's totals are these times
+/// [`PoolSizing::max_instances`], so no component can exhaust a total for the
+/// others: only the admission cap, shared fairly by requests, bounds them.
+pub mod per_instance {
+    /// Linear memories. A Rust component has one (the WASIp1 adapter, when
+    /// present, uses its main module's memory), so the memory cap
+    /// ([`super::PoolSizing::max_memory_size`]) is the instance's whole linear memory.
+    pub const MEMORIES: u32 = 1;
+    /// Tables: a Rust component has two (its module's and the adapter shims').
+    pub const TABLES: u32 = 2;
+    /// Core module instances (main module, adapter, shim and fixup modules).
+    pub const CORE_INSTANCES: u32 = 4;
+    /// Elements per table (Spin's value); a table's slot in the pool reserves
+    /// 8 bytes per element of address space.
+    pub const TABLE_ELEMENTS: usize = 100_000;
+}
+
+/// Builds the engine with the allocator asked for. `Pooling` falls back to
+/// on-demand allocation (with a warning) if the pool cannot be reserved on this
+/// machine. `wasip3`: whether any component to be hosted is a WASIp3 one.
+pub fn build(
+    sizing: PoolSizing,
+    allocation: Allocation,
+    wasip3: bool,
+) -> Result<(Engine, Allocation)> {
+    if allocation == Allocation::OnDemand {
+        let engine = Engine::new(&base_config(wasip3))?;
+        return Ok((engine, Allocation::OnDemand));
+    }
     let mut config = base_config(wasip3);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(sizing)));
     match Engine::new(&config) {
@@ -84,27 +113,28 @@ fn base_config(wasip3: bool) -> Config {
     config
 }
 
-/// Spin's pooling settings, scaled by `sizing.max_instances` with Spin's factors.
+/// Spin's pooling settings (spinframework/spin `crates/core/src/lib.rs`), but
+/// with each component's share of the pool bounded (Spin allows 32 memories,
+/// 64 tables and 200 core instances per component out of totals shared by all).
 fn pooling(sizing: PoolSizing) -> PoolingAllocationConfig {
     let n = sizing.max_instances;
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(n)
-        // A Rust WASIp2 component has one memory...
-        .total_memories(n)
-        // ...and a couple of tables (the module's and the adapter shims').
-        .total_tables(2 * n)
+        // Each total is `n` instances at their per-instance maxima.
+        .total_memories(n * per_instance::MEMORIES)
+        .total_tables(n * per_instance::TABLES)
         // One fiber stack per live instance, as each runs on its own async stack.
         .total_stacks(n)
-        // Main module plus shim/fixup modules; core instances reserve no address space.
-        .total_core_instances(4 * n)
-        .table_elements(100_000)
+        // Core instances reserve no address space, only `max_core_instance_size`.
+        .total_core_instances(n * per_instance::CORE_INSTANCES)
+        .table_elements(per_instance::TABLE_ELEMENTS)
         .max_component_instance_size(10 * MIB)
         .max_core_instance_size(10 * MIB)
-        .max_core_instances_per_component(200)
-        .max_tables_per_component(64)
-        .max_memories_per_component(32)
+        .max_core_instances_per_component(per_instance::CORE_INSTANCES)
+        .max_tables_per_component(per_instance::TABLES)
+        .max_memories_per_component(per_instance::MEMORIES)
         .max_tables_per_module(2)
-        .max_memories_per_module(2)
+        .max_memories_per_module(1)
         .max_memory_size(sizing.max_memory_size)
         // Spin's numbers: reused slots keep this much resident instead of
         // returning it to the kernel, which makes the next instantiation cheaper.
@@ -149,8 +179,10 @@ mod tests {
             ..PoolSizing::default()
         };
         for wasip3 in [false, true] {
-            let (_engine, allocation) = build(sizing, wasip3).unwrap();
+            let (_engine, allocation) = build(sizing, Allocation::Pooling, wasip3).unwrap();
             assert_eq!(allocation, Allocation::Pooling);
+            let (_engine, allocation) = build(sizing, Allocation::OnDemand, wasip3).unwrap();
+            assert_eq!(allocation, Allocation::OnDemand);
         }
     }
 }

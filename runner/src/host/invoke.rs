@@ -1,10 +1,14 @@
 //! One request against one component: a fresh store and instance, the guest's
 //! `wasi:http/incoming-handler.handle`, and how its failures map to statuses.
 
+use super::admission::Permit;
 use super::reply::Body;
-use super::state::{RequestState, new_store};
+use super::state::{GuestLimits, RequestState, new_store};
+use bytes::Bytes;
 use http::{Request, Response};
+use hyper::body::{Body as _, Frame};
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use wasmtime::Trap;
@@ -12,11 +16,14 @@ use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
 
-/// Per-request settings shared by every component.
+/// Per-request settings of one component.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub timeout: Duration,
     pub max_memory_size: usize,
+    pub guest: GuestLimits,
+    /// The component id, as its guest log lines name it.
+    pub component: &'static str,
 }
 
 /// The guest's handler call; owns the store, so the store (and with it the
@@ -77,6 +84,17 @@ impl Failure {
         }
     }
 
+    /// What the log adds to [`Failure::message`]: the host's error when a host
+    /// call failed (a resource limit, say), which the client is not told.
+    pub fn cause(&self) -> Option<String> {
+        match self {
+            Failure::Trapped(error) if error.downcast_ref::<Trap>().is_none() => {
+                Some(format!("{error:#}"))
+            }
+            _ => None,
+        }
+    }
+
     pub(super) fn from_wasmtime(error: wasmtime::Error, limit: Duration) -> Self {
         if error
             .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
@@ -104,7 +122,7 @@ where
 {
     let start = Instant::now();
     let deadline = tokio::time::Instant::from_std(start + limits.timeout);
-    let mut store = new_store(pre.engine(), limits.max_memory_size, limits.timeout);
+    let mut store = new_store(pre.engine(), &limits);
     let proxy = pre
         .instantiate_async(&mut store)
         .await
@@ -135,6 +153,98 @@ where
         call,
         response,
     })
+}
+
+/// Drives the guest's call until it sends its response head, and returns the
+/// response with the call and `permit` inside its body: the guest runs on as
+/// the body is read, and dropping the response (the client went away, or
+/// stopped reading) drops the instance and its permit with it. No task is
+/// spawned unless the guest outlives a completely sent response.
+pub async fn respond(invocation: Invocation, permit: Permit) -> Result<Response<Body>, Failure> {
+    let Invocation {
+        mut call,
+        mut response,
+        ..
+    } = invocation;
+    tokio::select! {
+        biased;
+        head = &mut response => match head {
+            Ok(Ok(head)) => Ok(head.map(|body| {
+                use http_body_util::BodyExt;
+                GuestBody {
+                    body,
+                    call: Some((call, permit)),
+                    ended: false,
+                }
+                .boxed_unsync()
+            })),
+            Ok(Err(code)) => Err(Failure::GuestError(code)),
+            Err(_closed) => Err(call.await.err().unwrap_or(Failure::NoResponse)),
+        },
+        // The call ended (its store, and so the response channel's sender, with
+        // it): whatever it sent is in the channel.
+        outcome = &mut call => await_response(response, std::future::ready(outcome)).await,
+    }
+}
+
+/// A WASIp2 guest's response body, with the guest's call (and its instance's
+/// permit) until the call ends.
+struct GuestBody {
+    body: Body,
+    call: Option<(GuestCall, Permit)>,
+    /// The body was read to its end.
+    ended: bool,
+}
+
+impl hyper::body::Body for GuestBody {
+    type Data = Bytes;
+    type Error = wasmtime_wasi_http::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        // Run the guest first, so that it can fill the body it is writing.
+        if let Some((call, _)) = &mut self.call
+            && call.as_mut().poll(cx).is_ready()
+        {
+            // A trap mid-body ends the body with an error for the client; the
+            // response head already went out, so there is nothing else to tell.
+            self.call = None;
+        }
+        let frame = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(None) = frame {
+            self.ended = true;
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for GuestBody {
+    fn drop(&mut self) {
+        let Some((call, permit)) = self.call.take() else {
+            return;
+        };
+        // Sent in full: the guest may finish what it does after its response
+        // (bounded by the request deadline, which its call carries). Otherwise
+        // the client is gone or stopped reading, and the instance goes now.
+        if (self.ended || self.body.is_end_stream())
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = call.await;
+                drop(permit);
+            });
+        }
+    }
 }
 
 /// Waits for the response head; if the channel closes without one, the call's

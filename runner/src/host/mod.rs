@@ -11,29 +11,37 @@ mod body_limit;
 mod compiled_cache;
 mod engine;
 mod flavour;
+mod guest;
+mod imports;
 mod invoke;
+mod logger;
 mod reply;
 mod reuse;
 pub mod router;
+mod routes_listing;
 mod server;
 pub mod spin_headers;
 mod state;
+mod tether;
 
 pub use admission::AdmissionLimits;
-pub use body_limit::DEFAULT_MAX_REQUEST_BODY;
+pub use body_limit::{DEFAULT_BODY_READ_TIMEOUT, DEFAULT_MAX_REQUEST_BODY};
 pub use compiled_cache::Origin;
 pub use engine::{Allocation, PoolSizing};
+pub use reuse::ReuseLimits;
 pub use server::{
-    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_HEADER_BYTES, DEFAULT_SHUTDOWN_GRACE, ServeOptions,
-    serve,
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES,
+    DEFAULT_RESPONSE_WRITE_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, ServeOptions, serve,
 };
+pub use state::GuestLimits;
 
 use crate::manifest::Manifest;
-use admission::{Admission, Permit, Refusal};
+use admission::{Admission, Refusal};
 use anyhow::{Context, Result, bail};
-use body_limit::{Exceeded, LimitedBody};
+use body_limit::{BodyFault, BodyLimits, FaultCell, GuardedBody};
 use bytes::Bytes;
 use flavour::Flavour;
+use guest::GuestConfig;
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
@@ -41,6 +49,7 @@ use invoke::{Failure, Invocation, Limits};
 use reply::Body;
 use reuse::Handler;
 use router::{RouteMatch, Router};
+use routes_listing::RoutesListing;
 use spin_headers::ClientAddr;
 use state::RequestState;
 use std::collections::BTreeMap;
@@ -59,11 +68,21 @@ pub struct HostOptions {
     /// request gets a `504` and the instance is dropped.
     pub request_timeout: Duration,
     pub pool: PoolSizing,
+    /// The instance allocator: the pool (falling back to on-demand allocation
+    /// when its address space cannot be reserved), or on-demand allocation.
+    pub allocation: Allocation,
+    /// What each store may hold on the host beyond its linear memory.
+    pub guest: GuestLimits,
     /// Concurrent instances and the queue in front of them (`serve` only: the
     /// in-process API is not gated).
     pub admission: AdmissionLimits,
     /// Request bodies larger than this get a `413` from the runner itself.
     pub max_request_body: u64,
+    /// How WASIp3 instances are reused.
+    pub reuse: ReuseLimits,
+    /// A request body that keeps the guest waiting this long for its next
+    /// bytes gets a `408` from the runner itself.
+    pub body_read_timeout: Duration,
 }
 
 impl Default for HostOptions {
@@ -72,8 +91,12 @@ impl Default for HostOptions {
             cache_dir: compiled_cache::default_dir(),
             request_timeout: Duration::from_secs(30),
             pool: PoolSizing::default(),
+            allocation: Allocation::Pooling,
+            guest: GuestLimits::default(),
             admission: AdmissionLimits::default(),
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
+            reuse: ReuseLimits::default(),
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
         }
     }
 }
@@ -107,24 +130,32 @@ pub struct Host {
     router: Router,
     components: BTreeMap<String, Handler>,
     loads: Vec<ComponentLoad>,
-    limits: Limits,
+    /// Each component's per-request limits (they differ only in its id).
+    limits: BTreeMap<String, Limits>,
     admission: Admission,
-    max_request_body: u64,
+    body_limits: BodyLimits,
     /// `spin-client-addr` of in-process requests.
     in_process_client: ClientAddr,
+    /// What `serve` prints once it listens.
+    routes_listing: RoutesListing,
 }
 
 /// The client address reported (`spin-client-addr`) for in-process requests.
 const IN_PROCESS_CLIENT: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
 
 impl Host {
-    /// Builds the engine (starting its epoch ticker thread), then compiles or
-    /// loads from cache every component of `manifest`, logging each on stderr.
+    /// Checks that the manifest and its components ask for nothing the runner
+    /// lacks (refusing the first such thing in one line), builds the engine
+    /// (starting its epoch ticker thread), then compiles or loads from cache
+    /// every component of `manifest`, logging each on stderr.
     pub fn new(manifest: &Manifest, options: &HostOptions) -> Result<Self> {
-        let router = Router::new(&manifest.trigger.http)?;
+        crate::manifest::hosting::check(manifest)?;
+        let router = Router::new(&manifest.http_routes())?;
+        let mut guests = GuestConfig::all(manifest)?;
         let sources = read_sources(manifest)?;
         let wasip3 = sources.iter().any(|source| source.flavour == Flavour::P3);
-        let (engine, allocation) = engine::build(options.pool, wasip3)?;
+        refuse_unprovided_imports(&sources, wasip3)?;
+        let (engine, allocation) = engine::build(options.pool, options.allocation, wasip3)?;
         // The cap stays below the pool's slots, so overload is a 503 from the
         // queue, never a failed instantiation.
         let admission = AdmissionLimits {
@@ -147,11 +178,12 @@ impl Host {
         }
         engine::spawn_epoch_ticker(&engine)?;
         let linker = linker(&engine, wasip3)?;
-        let limits = Limits {
-            timeout: options.request_timeout,
-            max_memory_size: options.pool.max_memory_size,
-        };
+        let cache = options
+            .cache_dir
+            .as_deref()
+            .and_then(compiled_cache::CacheDir::open);
         let mut components = BTreeMap::new();
+        let mut limits = BTreeMap::new();
         let mut loads = Vec::new();
         for source in sources {
             let Source {
@@ -159,12 +191,19 @@ impl Host {
                 path,
                 wasm,
                 flavour,
+                imports,
             } = source;
-            let loaded = compiled_cache::load(&engine, &wasm, &path, options.cache_dir.as_deref())
+            let component_limits = Limits {
+                timeout: options.request_timeout,
+                max_memory_size: options.pool.max_memory_size,
+                guest: options.guest,
+                component: logger::component_label(&id),
+            };
+            let loaded = compiled_cache::load(&engine, &wasm, &path, cache.as_ref())
                 .with_context(|| format!("loading component {id:?}"))?;
-            let handler = linker
-                .instantiate_pre(&loaded.component)
-                .and_then(|pre| Handler::new(pre, flavour, limits))
+            let guest = guests.remove(&id).unwrap_or_default();
+            let pre = guest.instantiate_pre(&linker, &loaded.component, &imports)?;
+            let handler = Handler::new(pre, flavour, component_limits, options.reuse)
                 .map_err(anyhow::Error::from)
                 .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
             eprintln!(
@@ -174,12 +213,14 @@ impl Host {
                 flavour.describe()
             );
             components.insert(id.clone(), handler);
+            limits.insert(id.clone(), component_limits);
             loads.push(ComponentLoad {
                 id,
                 origin: loaded.origin,
                 elapsed: loaded.elapsed,
             });
         }
+        let routes_listing = RoutesListing::new(manifest, &router);
         Ok(Self {
             engine,
             allocation,
@@ -188,14 +229,18 @@ impl Host {
             loads,
             limits,
             admission: Admission::new(admission),
-            max_request_body: options.max_request_body,
+            body_limits: BodyLimits {
+                max_size: options.max_request_body,
+                read_timeout: options.body_read_timeout,
+            },
             in_process_client: ClientAddr::new(IN_PROCESS_CLIENT),
+            routes_listing,
         })
     }
 
-    /// Component ids, in manifest (id) order.
-    pub fn component_ids(&self) -> impl Iterator<Item = &str> {
-        self.components.keys().map(String::as_str)
+    /// What `serve` prints once it listens on `addr`: `spin up`'s route listing.
+    pub fn routes_listing(&self, addr: SocketAddr) -> String {
+        self.routes_listing.render(addr)
     }
 
     /// Routes and answers one request from the HTTP server.
@@ -213,33 +258,44 @@ impl Host {
             return (reply::not_found(&path), None);
         };
         let component = matched.route.component.as_str();
-        if declared_length(request.headers()).is_some_and(|n| n > self.max_request_body) {
-            let error = glue::ApiError::body_too_large(self.max_request_body);
+        let max_size = self.body_limits.max_size;
+        if declared_length(request.headers()).is_some_and(|n| n > max_size) {
+            let error = glue::ApiError::body_too_large(max_size);
             return (reply::to_response(error.to_reply()), Some(component));
         }
         let permit = match self.admission.admit().await {
             Ok(permit) => permit,
             Err(refusal) => return (self.busy(refusal), Some(component)),
         };
-        let exceeded = Exceeded::default();
+        let fault = FaultCell::default();
         let request = with_spin_headers(request, &matched, client)
-            .map(|body| LimitedBody::new(body, self.max_request_body, exceeded.clone()));
+            .map(|body| GuardedBody::new(body, self.body_limits, fault.clone()));
         let response = match &self.components[component] {
-            Handler::Fresh(pre) => match invoke::instantiate(pre, request, self.limits).await {
-                Ok(invocation) => respond(invocation, permit).await,
-                Err(failure) => Err(failure),
-            },
+            Handler::Fresh(pre) => {
+                match invoke::instantiate(pre, request, self.limits[component]).await {
+                    Ok(invocation) => invoke::respond(invocation, permit).await,
+                    Err(failure) => Err(failure),
+                }
+            }
             Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
         };
         let response = response
             .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
-        if exceeded.get() {
-            // The guest saw a failed body read and answered as it saw fit (a 400 for
-            // ours); the client deserves to know the body was too large.
-            let error = glue::ApiError::body_too_large(self.max_request_body);
-            return (reply::to_response(error.to_reply()), Some(component));
-        }
-        (response, Some(component))
+        // The guest saw a failed body read and answered as it saw fit (a 400 for
+        // ours); the client deserves to know what went wrong. The guest's
+        // response, and with it a WASIp2 instance, is dropped here.
+        let fault_reply = match fault.get() {
+            None => return (response, Some(component)),
+            Some(BodyFault::TooLarge) => glue::ApiError::body_too_large(max_size),
+            Some(BodyFault::Stalled) => glue::ApiError::new(
+                408,
+                format!(
+                    "request body: no data received for {:?}; send the body without pauses",
+                    self.body_limits.read_timeout
+                ),
+            ),
+        };
+        (reply::to_response(fault_reply.to_reply()), Some(component))
     }
 
     /// The `503` for a request that found no free instance.
@@ -333,7 +389,7 @@ impl Host {
                 });
             }
         };
-        match invoke::instantiate(pre, request, self.limits).await {
+        match invoke::instantiate(pre, request, self.limits[component]).await {
             Ok(invocation) => Ok(self.complete_timed(component, invocation).await),
             Err(failure) => {
                 Ok(self.failed_timed(component, failure, Duration::ZERO, Duration::ZERO))
@@ -401,31 +457,45 @@ struct Source {
     path: PathBuf,
     wasm: Vec<u8>,
     flavour: Flavour,
+    /// Its top-level import names, in order.
+    imports: Vec<String>,
 }
 
 fn read_sources(manifest: &Manifest) -> Result<Vec<Source>> {
     let mut sources = Vec::new();
     for (id, component) in &manifest.component {
-        // Every outbound request is refused (see `state::DenyOutbound`); a
-        // component expecting otherwise would silently behave unlike under Spin.
-        if !component.allowed_outbound_hosts.is_empty() {
-            bail!(
-                "component {id:?}: allowed_outbound_hosts is not supported, outbound HTTP is always refused"
-            );
-        }
-        let path = manifest.source_path(component);
+        // `hosting::check` refused every source but a local file.
+        let path = manifest
+            .source_path(component)
+            .with_context(|| format!("component {id:?}: its source is not a local file"))?;
         let wasm = std::fs::read(&path)
             .with_context(|| format!("component {id:?}: reading {}", path.display()))?;
-        let flavour = Flavour::of(&wasm)
-            .with_context(|| format!("component {id:?}: {} is not a component", path.display()))?;
+        let not_a_component = || format!("component {id:?}: {} is not a component", path.display());
+        let flavour = Flavour::of(&wasm).with_context(not_a_component)?;
+        let imports = imports::of(&wasm).with_context(not_a_component)?;
         sources.push(Source {
             id: id.clone(),
             path,
             wasm,
             flavour,
+            imports,
         });
     }
     Ok(sources)
+}
+
+/// Refuses, in one line, the first import of any component that the runner
+/// does not provide: before the engine is built, so nothing else is logged.
+fn refuse_unprovided_imports(sources: &[Source], wasip3: bool) -> Result<()> {
+    for source in sources {
+        if let Some(import) = imports::first_unprovided(&source.imports, wasip3) {
+            bail!(
+                "component {:?} imports `{import}`, which spinbench serve does not provide; `spin up` runs this app",
+                source.id
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The WASI interfaces a Rust `wasm32-wasip2` component imports (std pulls in
@@ -446,25 +516,9 @@ fn linker(engine: &Engine, wasip3: bool) -> Result<Linker<RequestState>> {
     Ok(linker)
 }
 
-/// Runs the guest in its own task, so it can keep streaming the body after the
-/// response head is returned; the head is what we wait for. The task holds the
-/// instance's admission permit until the call (and with it the store) is done.
-async fn respond(invocation: Invocation, permit: Permit) -> Result<Response<Body>, Failure> {
-    let guest = invocation.call;
-    let call = tokio::spawn(async move {
-        let outcome = guest.await;
-        drop(permit);
-        outcome
-    });
-    let outcome = async {
-        call.await
-            .unwrap_or_else(|join| Err(Failure::Trapped(wasmtime::Error::msg(join.to_string()))))
-    };
-    invoke::await_response(invocation.response, outcome).await
-}
-
-/// Logs the failure as one stderr line (a guest's own panic message is already
-/// on stderr above it; timeouts are expected under load tests, so only the
+/// Logs the failure as one stderr line, through the log queue so that a stalled
+/// stderr cannot block the request (a guest's own panic message is already
+/// logged above it; timeouts are expected under load tests, so only the
 /// response says so) and builds the JSON error reply.
 fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
     let message = failure.message(component);
@@ -473,7 +527,10 @@ fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
         return reply::busy(message);
     }
     if !matches!(failure, Failure::Timeout(_)) {
-        eprintln!("error: {message}");
+        match failure.cause() {
+            Some(cause) => logger::line(format!("error: {message}: {cause}")),
+            None => logger::line(format!("error: {message}")),
+        }
     }
     reply::server_error(failure.status(), message)
 }

@@ -6,11 +6,12 @@
 //!
 //! The same limits as for a fresh WASIp2 instance apply: the admission permit
 //! is per request (so the cap counts requests, and instances never outnumber
-//! it), the memory cap is per store, a request past its deadline gets a `504`
-//! and its instance stops taking requests and is dropped once its other
-//! requests have finished (or at once if the guest is busy past the deadline),
+//! it), the memory cap is per store, a request past its deadline gets a `504`,
 //! and an instance that traps is dropped, never reused: its requests get a
-//! `500`.
+//! `500`. A request whose client goes away before its response is complete,
+//! or whose deadline passes, cannot be cancelled alone (see `tether`): its
+//! instance stops taking requests, keeps that request's permit, and is dropped
+//! as soon as no other request in it still has a client waiting.
 
 use super::admission::Permit;
 use super::engine::EPOCH_TICK;
@@ -18,9 +19,13 @@ use super::flavour::Flavour;
 use super::invoke::{Failure, Limits};
 use super::reply::Body;
 use super::state::{RequestState, new_reusable_store};
+use super::tether::{Abandoned, Ledger, Link, Tether};
+use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::BodyExt;
+use hyper::body::{Body as _, Frame};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -45,6 +50,26 @@ pub const MAX_INSTANCE_CONCURRENT_REUSE: usize = 16;
 /// default `--idle-instance-timeout`.
 pub const IDLE_INSTANCE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How WASIp3 instances are reused: `serve`'s `--max-instance-reuse-count`,
+/// `--max-instance-concurrent-reuse-count` and `--idle-instance-timeout`, named
+/// as Spin names them (spinframework/spin `crates/trigger-http/src/lib.rs`, `CliArgs`).
+#[derive(Debug, Clone, Copy)]
+pub struct ReuseLimits {
+    pub max_requests: usize,
+    pub max_concurrent: usize,
+    pub idle_timeout: Duration,
+}
+
+impl Default for ReuseLimits {
+    fn default() -> Self {
+        Self {
+            max_requests: MAX_INSTANCE_REUSE,
+            max_concurrent: MAX_INSTANCE_CONCURRENT_REUSE,
+            idle_timeout: IDLE_INSTANCE_TIMEOUT,
+        }
+    }
+}
+
 /// A manifest component: a WASIp2 one gets a fresh instance per request, a
 /// WASIp3 one is served by reused instances.
 pub enum Handler {
@@ -57,10 +82,11 @@ impl Handler {
         pre: InstancePre<RequestState>,
         flavour: Flavour,
         limits: Limits,
+        reuse: ReuseLimits,
     ) -> wasmtime::Result<Self> {
         Ok(match flavour {
             Flavour::P2 => Handler::Fresh(wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)?),
-            Flavour::P3 => Handler::Reused(Reused::new(ServicePre::new(pre)?, limits)),
+            Flavour::P3 => Handler::Reused(Reused::new(ServicePre::new(pre)?, limits, reuse)),
         })
     }
 }
@@ -72,11 +98,12 @@ pub struct Reused {
 }
 
 impl Reused {
-    fn new(pre: ServicePre<RequestState>, limits: Limits) -> Self {
+    fn new(pre: ServicePre<RequestState>, limits: Limits, reuse: ReuseLimits) -> Self {
         Self {
             handler: ProxyHandler::new(Instantiator {
                 pre: ProxyPre::P3(pre),
                 limits,
+                reuse,
                 instances: AtomicU64::new(0),
             }),
             limits,
@@ -91,7 +118,8 @@ impl Reused {
 
     /// Hands `request` to an instance with room for it (creating one if none
     /// has) and waits for the response head. `permit` is held until the
-    /// response body is done or dropped.
+    /// response body is complete, or, if the request is abandoned first (this
+    /// future or the body dropped), until its instance is dropped.
     pub async fn handle<B>(
         &self,
         request: Request<B>,
@@ -103,24 +131,57 @@ impl Reused {
     {
         let timeout = self.limits.timeout;
         let request = request.map(|body| body.map_err(Into::into).boxed_unsync());
-        // Our own deadline, so the client gets a 504 even when the guest is too
-        // busy for the handler's per-request expiration to run (the worker's
-        // own expiration, just after it, then drops the instance).
-        let response = match tokio::time::timeout(timeout, self.handler.handle((), request)).await {
+        let tether = Tether::new(permit);
+        // The deadline: past it the client gets a 504 and, the tether dropped,
+        // the request counts as abandoned. The worker's own expiration drops
+        // the instance if the guest is too busy for that to be noticed.
+        let handled = tokio::time::timeout(timeout, self.handler.handle(tether.link(), request));
+        let response = match handled.await {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => return Err(failure(error, timeout)),
             Err(_elapsed) => return Err(Failure::Timeout(timeout)),
         };
-        Ok(match permit {
-            None => response,
-            Some(permit) => response.map(|body| {
-                body.map_frame(move |frame| {
-                    let _held = &permit;
-                    frame
-                })
-                .boxed_unsync()
-            }),
-        })
+        Ok(response.map(|body| TetheredBody { body, tether }.boxed_unsync()))
+    }
+}
+
+/// A WASIp3 response body, carrying its request's tether: complete once the
+/// body has been read to its end, abandoned if dropped before.
+struct TetheredBody {
+    body: Body,
+    tether: Tether,
+}
+
+impl hyper::body::Body for TetheredBody {
+    type Data = Bytes;
+    type Error = wasmtime_wasi_http::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let frame = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(None) = frame {
+            self.tether.complete();
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for TetheredBody {
+    fn drop(&mut self) {
+        // hyper stops polling a body that says it has ended.
+        if self.body.is_end_stream() {
+            self.tether.complete();
+        }
     }
 }
 
@@ -156,6 +217,7 @@ fn failure(error: wasmtime::Error, timeout: Duration) -> Failure {
 struct Instantiator {
     pre: ProxyPre<RequestState>,
     limits: Limits,
+    reuse: ReuseLimits,
     instances: AtomicU64,
 }
 
@@ -165,22 +227,26 @@ impl HandlerState for Instantiator {
     type WorkerState = Worker;
 
     async fn instantiate(&self) -> wasmtime::Result<Instance<RequestState, Expiration, Worker>> {
-        let mut store = new_reusable_store(self.pre_engine(), self.limits.max_memory_size);
+        let mut store = new_reusable_store(self.pre_engine(), &self.limits);
         let proxy =
             tokio::time::timeout(self.limits.timeout, self.pre.instantiate_async(&mut store))
                 .await
                 .map_err(|_| wasmtime::Error::new(ExpirationError))??;
         self.instances.fetch_add(1, Ordering::Relaxed);
+        let ledger = Arc::new(Ledger::default());
         Ok(Instance {
             store,
             proxy,
             view: <RequestState as wasmtime_wasi_http::WasiHttpView>::http,
             expiration: Expiration {
                 request_timeout: self.limits.timeout + 2 * EPOCH_TICK,
+                idle_timeout: self.reuse.idle_timeout,
                 sleep: Box::pin(tokio::time::sleep(Duration::MAX / 4)),
+                ledger: ledger.clone(),
             },
             state: Worker {
-                request_timeout: self.limits.timeout,
+                ledger,
+                reuse: self.reuse,
             },
         })
     }
@@ -195,32 +261,35 @@ impl Instantiator {
     }
 }
 
-/// Per-instance policy: how many requests, and the per-request deadline.
+/// Per-instance policy: how many requests, and which of them were abandoned.
 struct Worker {
-    request_timeout: Duration,
+    ledger: Arc<Ledger>,
+    reuse: ReuseLimits,
 }
 
 impl WorkerState for Worker {
     type StoreData = RequestState;
-    type RequestData = ();
+    type RequestData = Arc<Link>;
 
     fn should_accept_request(&self, concurrent: usize, total: usize) -> ShouldAccept {
-        if total >= MAX_INSTANCE_REUSE {
+        if total >= self.reuse.max_requests || self.ledger.is_orphaned() {
             ShouldAccept::Never
-        } else if concurrent >= MAX_INSTANCE_CONCURRENT_REUSE {
+        } else if concurrent >= self.reuse.max_concurrent {
             ShouldAccept::No
         } else {
             ShouldAccept::Yes
         }
     }
 
+    /// The request "expires", for the handler, when it is abandoned: the
+    /// deadline is `Reused::handle`'s, which abandons it when it passes.
     fn on_request_start(
         &self,
         _store: StoreContextMut<'_, RequestState>,
-        _data: (),
+        link: Arc<Link>,
         _task: GuestTaskId,
-    ) -> Pin<Box<dyn Future<Output = ()> + 'static + Send + Sync>> {
-        Box::pin(tokio::time::sleep(self.request_timeout))
+    ) -> Abandoned {
+        link.start(&self.ledger)
     }
 
     fn drop(&self, store: Store<RequestState>, result: wasmtime::Result<()>) {
@@ -233,19 +302,23 @@ impl WorkerState for Worker {
             // workers when the runtime shuts down; only a real panic unwinds.
             let shut_down = message == "worker panicked" && !std::thread::panicking();
             if !expired && !shut_down {
-                eprintln!("error: WASIp3 instance dropped: {error}");
+                super::logger::line(format!("error: WASIp3 instance dropped: {error}"));
             }
         }
         drop(store);
+        self.ledger.release();
     }
 }
 
-/// Drops an instance idle for [`IDLE_INSTANCE_TIMEOUT`], or busy past the
+/// Drops an instance idle for its idle timeout, busy past the
 /// request deadline (checked outside the guest's event loop, so it also
-/// catches a guest spinning without yielding to its other requests).
+/// catches a guest spinning without yielding to its other requests), or left
+/// with only abandoned requests.
 struct Expiration {
     request_timeout: Duration,
+    idle_timeout: Duration,
     sleep: Pin<Box<tokio::time::Sleep>>,
+    ledger: Arc<Ledger>,
 }
 
 impl WorkerExpiration for Expiration {
@@ -255,8 +328,11 @@ impl WorkerExpiration for Expiration {
         status: WorkerStatus,
         start: Instant,
     ) -> Poll<()> {
+        if self.ledger.doomed(cx) {
+            return Poll::Ready(());
+        }
         let timeout = match status {
-            WorkerStatus::Idle => IDLE_INSTANCE_TIMEOUT,
+            WorkerStatus::Idle => self.idle_timeout,
             WorkerStatus::Requests | WorkerStatus::PostReturn => self.request_timeout,
         };
         let Some(deadline) = start.checked_add(timeout) else {

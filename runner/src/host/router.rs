@@ -2,7 +2,7 @@
 //! (`/foo/...`), the most specific match winning.
 
 use super::spin_headers::RouteHeaders;
-use crate::manifest::HttpTrigger;
+use crate::manifest::HttpRoute;
 use anyhow::{Result, bail};
 
 /// The suffix that makes a route a prefix match.
@@ -48,7 +48,7 @@ pub struct RouteMatch<'a> {
 }
 
 impl Route {
-    fn parse(trigger: &HttpTrigger) -> Result<Self> {
+    fn parse(trigger: &HttpRoute) -> Result<Self> {
         let raw = trigger.route.clone();
         if !raw.starts_with('/') {
             bail!("route {raw:?} does not start with '/'");
@@ -97,7 +97,7 @@ pub struct Router {
 
 impl Router {
     /// Fails on a malformed route or on two triggers claiming the same route.
-    pub fn new(triggers: &[HttpTrigger]) -> Result<Self> {
+    pub fn new(triggers: &[HttpRoute]) -> Result<Self> {
         let mut routes: Vec<Route> = Vec::with_capacity(triggers.len());
         for trigger in triggers {
             let route = Route::parse(trigger)?;
@@ -123,6 +123,11 @@ impl Router {
             .map(|(route, path_info)| RouteMatch { route, path_info })
     }
 
+    /// Every route, in manifest order.
+    pub fn routes(&self) -> impl Iterator<Item = &Route> {
+        self.routes.iter()
+    }
+
     /// The first route a component serves (what the in-process API reports it under).
     pub fn route_of(&self, component: &str) -> Option<&Route> {
         self.routes.iter().find(|r| r.component == component)
@@ -134,9 +139,9 @@ mod tests {
     use super::*;
 
     fn router(routes: &[(&str, &str)]) -> Router {
-        let triggers: Vec<HttpTrigger> = routes
+        let triggers: Vec<HttpRoute> = routes
             .iter()
-            .map(|(route, component)| HttpTrigger {
+            .map(|(route, component)| HttpRoute {
                 route: route.to_string(),
                 component: component.to_string(),
             })
@@ -210,7 +215,7 @@ mod tests {
 
     #[test]
     fn duplicate_and_malformed_routes_are_rejected() {
-        let trigger = |route: &str, component: &str| HttpTrigger {
+        let trigger = |route: &str, component: &str| HttpRoute {
             route: route.into(),
             component: component.into(),
         };

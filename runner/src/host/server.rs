@@ -12,11 +12,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_io_timeout::TimeoutStream;
 
 /// Default `--header-read-timeout`.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `--shutdown-grace`.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Default `--response-write-timeout`: as long as a client gets for its head.
+pub const DEFAULT_RESPONSE_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `--max-connections`: room for compare's 10,000 users with margin,
+/// at a few KiB of buffers per idle connection.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
 /// Default `--max-header-bytes`: hyper's own default read buffer limit (~400 KiB).
 pub const DEFAULT_MAX_HEADER_BYTES: usize = 8192 + 4096 * 100;
 
@@ -41,6 +48,12 @@ pub struct ServeOptions {
     pub max_header_bytes: usize,
     /// On SIGTERM/SIGINT, in-flight requests get this long to finish.
     pub shutdown_grace: Duration,
+    /// A write to the client that makes no progress for this long (a client
+    /// not reading its response) closes the connection, dropping the response
+    /// and the guest behind it.
+    pub response_write_timeout: Duration,
+    /// Connections open at once; past it, new ones wait in the listen backlog.
+    pub max_connections: usize,
 }
 
 impl ServeOptions {
@@ -51,6 +64,8 @@ impl ServeOptions {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            response_write_timeout: DEFAULT_RESPONSE_WRITE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -69,23 +84,27 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     let listener = TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
-    eprintln!(
-        "serving {} components on http://{}",
-        host.component_ids().count(),
-        listener.local_addr()?
-    );
+    print!("{}", host.routes_listing(listener.local_addr()?));
+    std::io::Write::flush(&mut std::io::stdout()).context("writing the routes to stdout")?;
     let graceful = GracefulShutdown::new();
+    let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let mut backoff = AcceptBackoff::default();
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
+        // Past the cap, the loop does not accept: new connections wait in the
+        // kernel's listen backlog until one closes.
+        let slot = tokio::select! {
+            slot = connections.clone().acquire_owned() => slot.expect("never closed"),
+            () = &mut shutdown => break,
+        };
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, client)) => serve_connection(&host, &graceful, stream, client, &options),
-                // Running out of file descriptors is transient under load: back off, keep serving.
-                Err(error) => {
-                    eprintln!("accept failed: {error}");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
+                Ok((stream, client)) => {
+                    backoff.succeeded();
+                    serve_connection(&host, &graceful, stream, client, slot, &options);
                 }
+                Err(error) => backoff.failed(&error).await,
             },
             () = &mut shutdown => break,
         }
@@ -102,16 +121,54 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     Ok(())
 }
 
+/// Quiet, growing pauses while `accept` fails (out of descriptors, mostly):
+/// one log line per episode, not one per attempt.
+#[derive(Default)]
+struct AcceptBackoff {
+    failures: u32,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MAX: Duration = Duration::from_secs(1);
+
+    async fn failed(&mut self, error: &std::io::Error) {
+        if self.failures == 0 {
+            super::logger::line(format!(
+                "accept failed: {error}; retrying with back-off, quietly until it succeeds"
+            ));
+        }
+        self.failures = self.failures.saturating_add(1);
+        let pause = Self::FIRST
+            .saturating_mul(1 << self.failures.min(7))
+            .min(Self::MAX);
+        tokio::time::sleep(pause).await;
+    }
+
+    fn succeeded(&mut self) {
+        if self.failures > 0 {
+            super::logger::line(format!(
+                "accepting again after {} failed attempts",
+                self.failures
+            ));
+            self.failures = 0;
+        }
+    }
+}
+
 fn serve_connection(
     host: &Arc<Host>,
     graceful: &GracefulShutdown,
     stream: TcpStream,
     client: SocketAddr,
+    slot: OwnedSemaphorePermit,
     options: &ServeOptions,
 ) {
     let log_requests = options.log_requests;
     // Small responses must not wait for Nagle's algorithm.
     let _ = stream.set_nodelay(true);
+    let mut stream = TimeoutStream::new(stream);
+    stream.set_write_timeout(Some(options.response_write_timeout));
     let host = host.clone();
     let client_header = ClientAddr::new(client);
     let service = service_fn(move |request| {
@@ -124,15 +181,16 @@ fn serve_connection(
         .header_read_timeout(options.header_read_timeout)
         .max_buf_size(options.max_header_bytes.max(8192))
         .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(TokioIo::new(Box::pin(stream)), service);
     let connection = graceful.watch(connection);
     tokio::spawn(async move {
+        let _slot = slot;
         // Clients that vanish or stall are routine for a server; not worth a log line
         // unless asked for.
         if let Err(error) = connection.await
             && log_requests
         {
-            eprintln!("{client}: connection error: {error}");
+            super::logger::line(format!("{client}: connection error: {error}"));
         }
     });
 }
@@ -147,12 +205,13 @@ async fn answer(
     let line = log_requests.then(|| format!("{} {}", request.method(), request.uri()));
     let (response, component) = host.handle(request, client).await;
     if let Some(line) = line {
-        eprintln!(
+        // Through the log queue: a stalled stderr must not block the request.
+        super::logger::line(format!(
             "{line} -> {} ({}) in {:.1?}",
             response.status().as_u16(),
             component.unwrap_or("no route"),
             start.elapsed()
-        );
+        ));
     }
     response
 }

@@ -73,10 +73,10 @@ pub fn apply(
 mod tests {
     use super::*;
     use crate::host::router::Router;
-    use crate::manifest::HttpTrigger;
+    use crate::manifest::HttpRoute;
 
     fn router() -> Router {
-        let trigger = |route: &str, component: &str| HttpTrigger {
+        let trigger = |route: &str, component: &str| HttpRoute {
             route: route.into(),
             component: component.into(),
         };

@@ -1,11 +1,47 @@
 //! What each request's `Store` holds: a WASI context that grants nothing, the
 //! wasi:http state, and a hook refusing outbound HTTP.
 
-use std::time::{Duration, Instant};
+use super::engine::per_instance;
+use super::invoke::Limits;
+use super::logger::GuestStderr;
+use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+
+/// Host-side resources one store may hold, beyond its linear memory.
+#[derive(Debug, Clone, Copy)]
+pub struct GuestLimits {
+    /// Live entries in the store's resource table (fields, requests, responses,
+    /// bodies, streams, pollables); creating one more fails (`500`).
+    pub max_resources: usize,
+    /// Bytes one `fields` resource (headers, trailers) may hold; past it the
+    /// guest gets a header error (a spin-sdk guest traps on it: `500`).
+    pub max_http_fields_size: usize,
+    /// Guest stderr kept per store; the rest is dropped after one marker line.
+    pub max_log_bytes: usize,
+}
+
+/// Bytes one write to a response body may carry on the host side (wasmtime's
+/// default is 1 MiB). A body buffers one such write, so with the fields limit
+/// this bounds what each resource can hold.
+const BODY_WRITE_BYTES: usize = 64 * 1024;
+
+impl Default for GuestLimits {
+    /// Each resource holds at most ~64 KiB on the host (a `fields` at its limit,
+    /// a body's buffered write), so a store holds at most ~16 MiB through its
+    /// resources, like its linear memory. The functions use a few dozen
+    /// resources at a time (a WASIp3 instance: that per concurrent request, up
+    /// to 16) and send response headers of well under 1 KiB.
+    fn default() -> Self {
+        Self {
+            max_resources: 256,
+            max_http_fields_size: 64 * 1024,
+            max_log_bytes: super::logger::DEFAULT_GUEST_LOG_BYTES,
+        }
+    }
+}
 
 pub struct RequestState {
     table: ResourceTable,
@@ -16,32 +52,40 @@ pub struct RequestState {
 }
 
 impl RequestState {
-    /// No preopened directories, environment, arguments, network or stdin/stdout;
-    /// stderr is inherited so a guest's panic message shows up in our log.
-    fn new(max_memory_size: usize) -> Self {
+    /// No preopened directories, environment, arguments, network or
+    /// stdin/stdout; stderr is captured into the runner's log, prefixed.
+    fn new(limits: &Limits) -> Self {
+        let guest = limits.guest;
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(guest.max_resources);
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit(guest.max_http_fields_size);
         Self {
-            table: ResourceTable::new(),
-            wasi: WasiCtxBuilder::new().inherit_stderr().build(),
-            http: WasiHttpCtx::new(),
+            table,
+            wasi: WasiCtxBuilder::new()
+                .stderr(GuestStderr::new(limits.component, guest.max_log_bytes))
+                .build(),
+            http,
             hooks: DenyOutbound,
-            // The pool caps memories too; this also caps them under on-demand allocation.
+            // The pool enforces the same limits; the limiter also enforces them
+            // under on-demand allocation, where nothing else would.
             limits: StoreLimitsBuilder::new()
-                .memory_size(max_memory_size)
+                .memory_size(limits.max_memory_size)
+                .memories(per_instance::MEMORIES as usize)
+                .tables(per_instance::TABLES as usize)
+                .table_elements(per_instance::TABLE_ELEMENTS)
+                .instances(per_instance::CORE_INSTANCES as usize)
                 .build(),
         }
     }
 }
 
 /// A fresh store for one request, whose guest code traps with
-/// `Trap::Interrupt` once `timeout` of wall-clock time has passed.
-pub fn new_store(
-    engine: &Engine,
-    max_memory_size: usize,
-    timeout: Duration,
-) -> Store<RequestState> {
-    let mut store = Store::new(engine, RequestState::new(max_memory_size));
+/// `Trap::Interrupt` once `limits.timeout` of wall-clock time has passed.
+pub fn new_store(engine: &Engine, limits: &Limits) -> Store<RequestState> {
+    let mut store = Store::new(engine, RequestState::new(limits));
     store.limiter(|state| &mut state.limits);
-    let deadline = Instant::now() + timeout;
+    let deadline = Instant::now() + limits.timeout;
     // Checked at every epoch tick while guest code runs: a busy guest yields to
     // the tokio scheduler each tick (so it cannot starve other requests on its
     // worker thread) and is interrupted once past the deadline.
@@ -60,8 +104,8 @@ pub fn new_store(
 /// yields to the tokio scheduler at every epoch tick and is never interrupted
 /// by the store itself; per-request deadlines are enforced by `reuse`, which
 /// drops the whole instance when one passes.
-pub fn new_reusable_store(engine: &Engine, max_memory_size: usize) -> Store<RequestState> {
-    let mut store = Store::new(engine, RequestState::new(max_memory_size));
+pub fn new_reusable_store(engine: &Engine, limits: &Limits) -> Store<RequestState> {
+    let mut store = Store::new(engine, RequestState::new(limits));
     store.limiter(|state| &mut state.limits);
     store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
     store.set_epoch_deadline(1);
@@ -108,5 +152,13 @@ impl WasiHttpHooks for DenyOutbound {
             > + Send,
     > {
         Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) })
+    }
+
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        BODY_WRITE_BYTES
+    }
+
+    fn p3_outgoing_body_chunk_size(&mut self) -> usize {
+        BODY_WRITE_BYTES
     }
 }

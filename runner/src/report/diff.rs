@@ -48,7 +48,7 @@ impl std::fmt::Display for Regressed {
 impl std::error::Error for Regressed {}
 
 /// The process exit code of a regression, apart from 1 (the run failed) and 2 (bad arguments).
-pub const REGRESSED_EXIT_CODE: i32 = 3;
+pub const REGRESSED_EXIT_CODE: u8 = 3;
 
 /// A report as read back: only what a comparison needs.
 #[derive(Debug, Deserialize)]

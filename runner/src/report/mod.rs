@@ -21,7 +21,9 @@
 //!   "metrics": [ {
 //!       "measurement": "build_and_size" | "instance_cold_start" | "process_cold_start" | "memory" | "load",
 //!       "function": "<component id of the benchmark file>",
-//!       "host": "native" | "wasm" | "spin" | "wasmtime-serve"      // serving hosts
+//!       "host": "native" | "wasm" | "wasm-p3" | "spin" | "wasmtime-serve"
+//!             | "wasmtime-serve-tuned" // serving hosts (`wasmtime serve` with Spin's pool settings)
+//!             | "<name>"           // a --command-host
 //!             | "native-fn"        // the logic called as a plain Rust function
 //!             | "native-process"   // a fresh native process per request (CGI model)
 //!             | "native-soft-sha"  // native sha1 without SHA CPU instructions
@@ -34,7 +36,15 @@
 //!       "detail": "16 users, POST /echo" | null,
 //!       "summary": { "n", "min", "p50", "p90", "p99", "max", "mean",
 //!                    "mad", "rel_spread", "outliers" } | null,   // null when skipped
-//!       "skipped": "why" | null
+//!       "skipped": "why" | null,    // "failed: ..." when the host broke
+//!       "limit": "what" | null,     // the host's limit this figure hit (it kept serving)
+//!       "clients_saw": { "200": 1726, "503": 40, "connection refused": 812 } | null,
+//!                                   // load `errors` and memory `live_requests_held`:
+//!                                   // answers by status code and transport errors by oha's message
+//!       "processes": [ { "pid", "command", "share" } ] | null
+//!                                   // the host's process tree as counted in this figure
+//!                                   // (server_cpu, rss_before/after, memory), each
+//!                                   // process's part of it
 //!   } ],
 //!   "ratios": [ { "measurement", "function", "metric", "k", "host", "baseline",
 //!                 "ratio" } ],       // host p50 / baseline p50, within this run
@@ -56,6 +66,7 @@ use crate::procfs::{self, Machine};
 use crate::stats::{self, Summary};
 use anyhow::{Context, Result};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -81,6 +92,14 @@ pub struct Metric {
     pub detail: Option<String>,
     pub summary: Option<Summary>,
     pub skipped: Option<String>,
+    /// The host's limit this figure ran into, the host still serving afterwards
+    /// (a finding about the host; a host that broke is `skipped` "failed: ...").
+    pub limit: Option<String>,
+    /// What the clients got, by status code ("200", "503") and by transport
+    /// error (oha's message): load `errors`, and memory's held requests.
+    pub clients_saw: Option<BTreeMap<String, u64>>,
+    /// The processes this figure counts (a host's whole tree), each with its part.
+    pub processes: Option<Vec<Counted>>,
     /// The raw samples, kept for the charts only.
     #[serde(skip)]
     pub samples: Vec<f64>,
@@ -106,8 +125,26 @@ impl Metric {
             detail: None,
             summary: None,
             skipped: None,
+            limit: None,
+            clients_saw: None,
+            processes: None,
             samples: Vec::new(),
         }
+    }
+
+    pub fn limit(mut self, what: impl Into<String>) -> Metric {
+        self.limit = Some(what.into());
+        self
+    }
+
+    pub fn clients_saw(mut self, outcomes: BTreeMap<String, u64>) -> Metric {
+        self.clients_saw = Some(outcomes);
+        self
+    }
+
+    pub fn processes(mut self, processes: Vec<Counted>) -> Metric {
+        self.processes = Some(processes);
+        self
     }
 
     pub fn samples(mut self, samples: Vec<f64>) -> Metric {
@@ -147,6 +184,17 @@ impl Metric {
         (self.measurement, &self.function, self.metric, self.k)
             == (other.measurement, &other.function, other.metric, other.k)
     }
+}
+
+/// One process counted in a figure of a host's process tree.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Counted {
+    pub pid: u32,
+    /// Its command line (shortened).
+    pub command: String,
+    /// Its part of the figure (0 to 1; the parts sum to 1, but for a growth
+    /// where one process shrank).
+    pub share: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -193,6 +241,17 @@ pub struct Report {
     pub metrics: Vec<Metric>,
     pub ratios: Vec<Ratio>,
     pub warnings: Vec<String>,
+}
+
+/// What clients saw, most frequent first: `503 ×667, connection refused ×2`.
+pub fn describe_outcomes(outcomes: &BTreeMap<String, u64>) -> String {
+    let mut sorted: Vec<(&String, &u64)> = outcomes.iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(a.1));
+    sorted
+        .iter()
+        .map(|(what, n)| format!("{what} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Hosts that are the native side of a comparison.
@@ -387,6 +446,7 @@ mod tests {
             quick: true,
             results_dir: "results".into(),
             keep: Default::default(),
+            command_hosts: Vec::new(),
         };
         let plan = Plan::from_args(&args, vec![]).unwrap();
         let mut report = Report::new(vec!["spinbench".into()], &plan);

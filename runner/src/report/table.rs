@@ -162,35 +162,81 @@ fn table(report: &Report, measurement: &str) -> Option<Table> {
         let find = |h: &str| row_metrics.iter().copied().find(|o| o.host == h);
         let mut row = vec![m.function.clone(), row_label(m)];
         for h in &hosts {
-            row.push(match find(h) {
-                Some(o) => match (&o.summary, &o.skipped) {
-                    (Some(s), _) if s.n > 1 => {
-                        format!("{} ± {}", fmt(s.p50, o.unit), fmt(s.mad, o.unit))
-                    }
-                    (Some(s), _) => fmt(s.p50, o.unit),
-                    (None, Some(why)) => {
-                        let note = format!("{h}: {why}");
-                        if !notes.contains(&note) {
-                            notes.push(note);
-                        }
-                        "skipped".into()
-                    }
-                    (None, None) => "-".into(),
-                },
-                None => "".into(),
-            });
+            let cell = find(h).map_or(String::new(), |o| cell(o, &mut notes));
+            row.push(cell);
         }
         if with_ratio {
             row.push(ratio_cell(find("wasm"), find(baseline)));
         }
         rows.push(row);
     }
+    notes.extend(tree_notes(&metrics));
     Some(Table {
         title: measurement.replace('_', " "),
         header,
         rows,
         notes,
     })
+}
+
+/// A host's cell: its figure, "limit" where it hit one without a figure, or
+/// "skipped"/"failed"; why goes into the table's notes.
+fn cell(o: &Metric, notes: &mut Vec<String>) -> String {
+    let mut note = |text: String| {
+        if !notes.contains(&text) {
+            notes.push(text);
+        }
+    };
+    if let Some(limit) = &o.limit {
+        note(format!("{} on {}: limit: {limit}", o.function, o.host));
+    }
+    match (&o.summary, &o.skipped) {
+        (Some(s), _) if s.n > 1 => format!("{} ± {}", fmt(s.p50, o.unit), fmt(s.mad, o.unit)),
+        (Some(s), _) => fmt(s.p50, o.unit),
+        (None, Some(why)) => {
+            note(format!("{}: {why}", o.host));
+            if why.starts_with("failed") {
+                "failed"
+            } else {
+                "skipped"
+            }
+            .into()
+        }
+        (None, None) if o.limit.is_some() => "limit".into(),
+        (None, None) => "-".into(),
+    }
+}
+
+/// For each host measured as several processes: which ones (from its first
+/// such figure), and that its RSS figures are summed over them.
+fn tree_notes(metrics: &[&Metric]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for m in metrics {
+        let Some(processes) = m.processes.as_ref().filter(|p| p.len() > 1) else {
+            continue;
+        };
+        if seen.contains(&m.host.as_str()) {
+            continue;
+        }
+        seen.push(&m.host);
+        let listed: Vec<String> = processes
+            .iter()
+            .map(|p| {
+                let command: String = p.command.chars().take(60).collect();
+                format!("{} `{command}` {:.0} %", p.pid, p.share * 100.0)
+            })
+            .collect();
+        notes.push(format!(
+            "{}: measured as its process tree ({} of {} {}): {}; its RSS is summed over them, an upper bound (pages they share count once per process), its PSS is not",
+            m.host,
+            m.metric,
+            m.function,
+            m.k.map_or(String::new(), |k| format!("K={k}")),
+            listed.join(", ")
+        ));
+    }
+    notes
 }
 
 fn row_label(m: &Metric) -> String {
@@ -205,7 +251,20 @@ fn ratio_cell(wasm: Option<&Metric>, native: Option<&Metric>) -> String {
     let (Some(w), Some(n)) = (wasm.and_then(Metric::p50), native.and_then(Metric::p50)) else {
         return "".into();
     };
-    stats::ratio(w, n).map_or("".into(), |r| format!("{r:.2}x"))
+    stats::ratio(w, n).map_or("".into(), readable_ratio)
+}
+
+/// A ratio that can be read at any size: `2.00×`, `265×`, and below 1/10
+/// as a fraction, `1/265×`, where two decimals would print `0.00`.
+pub fn readable_ratio(r: f64) -> String {
+    match r {
+        r if r <= 0.0 => format!("{r:.2}×"),
+        r if r >= 99.5 => format!("{r:.0}×"),
+        r if r >= 9.95 => format!("{r:.1}×"),
+        r if r >= 0.1 => format!("{r:.2}×"),
+        r if 1.0 / r >= 99.5 => format!("1/{:.0}×", 1.0 / r),
+        r => format!("1/{:.1}×", 1.0 / r),
+    }
 }
 
 /// A value in its unit, scaled for reading.
@@ -238,5 +297,82 @@ mod tests {
         assert_eq!(fmt(12.34, "us"), "12.3 µs");
         assert_eq!(fmt(3.0 * 1048576.0, "bytes"), "3.0 MiB");
         assert_eq!(fmt(45678.0, "req/s"), "45.7k req/s");
+    }
+
+    #[test]
+    fn ratios_are_readable_at_any_size() {
+        assert_eq!(readable_ratio(1.0 / 265.0), "1/265×");
+        assert_eq!(readable_ratio(0.0123), "1/81.3×");
+        assert_eq!(readable_ratio(0.08), "1/12.5×");
+        assert_eq!(readable_ratio(0.5), "0.50×");
+        assert_eq!(readable_ratio(0.1), "0.10×");
+        assert_eq!(readable_ratio(2.0), "2.00×");
+        assert_eq!(readable_ratio(12.34), "12.3×");
+        assert_eq!(readable_ratio(265.4), "265×");
+        assert_eq!(readable_ratio(0.0), "0.00×");
+    }
+
+    fn load_metric(host: &str) -> Metric {
+        Metric::new(
+            "load",
+            "io",
+            host,
+            "throughput",
+            "req/s",
+            crate::report::Better::Higher,
+        )
+        .k(10_000)
+    }
+
+    /// A limit is a figure of the host ("limit" and what the clients saw, in
+    /// the notes), a failure is "failed"; a tree's processes are listed.
+    #[test]
+    fn limits_failures_and_trees_in_the_table() {
+        let mut notes = Vec::new();
+        let limit = load_metric("spin").limit("only 1726 of 10000 users got an answer");
+        assert_eq!(cell(&limit, &mut notes), "limit");
+        let failed = load_metric("wasm").skipped("failed: the host exited");
+        assert_eq!(cell(&failed, &mut notes), "failed");
+        let skipped = load_metric("wasmtime-serve").skipped("`wasmtime` not on PATH");
+        assert_eq!(cell(&skipped, &mut notes), "skipped");
+        assert_eq!(
+            notes,
+            [
+                "io on spin: limit: only 1726 of 10000 users got an answer",
+                "wasm: failed: the host exited",
+                "wasmtime-serve: `wasmtime` not on PATH"
+            ]
+        );
+        let tree = load_metric("spin").value(1.0).processes(vec![
+            crate::report::Counted {
+                pid: 7,
+                command: "spin up".into(),
+                share: 0.25,
+            },
+            crate::report::Counted {
+                pid: 8,
+                command: "spin trigger http".into(),
+                share: 0.75,
+            },
+        ]);
+        let single = load_metric("native")
+            .value(1.0)
+            .processes(vec![crate::report::Counted {
+                pid: 9,
+                command: "io-native".into(),
+                share: 1.0,
+            }]);
+        let notes = tree_notes(&[&single, &tree]);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].starts_with("spin: measured as its process tree"),
+            "{}",
+            notes[0]
+        );
+        assert!(
+            notes[0].contains("8 `spin trigger http` 75 %"),
+            "{}",
+            notes[0]
+        );
     }
 }

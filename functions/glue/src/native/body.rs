@@ -1,0 +1,98 @@
+//! Reading request bodies under the two body limits: a size cap (`413`) and an
+//! idle timeout (`408`) for a client that stops sending in the middle of its body.
+
+use super::compute::{ComputePool, joined};
+use crate::{ApiError, BodySink, Reply};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Chunks queued between the connection and a sink on the blocking pool: enough to
+/// keep both busy, few enough that a slow sink pushes back on the client.
+const CHUNKS_IN_FLIGHT: usize = 8;
+
+/// A request body read chunk by chunk, at most `limit` bytes, each chunk within `idle`.
+pub struct BodyReader {
+    body: Incoming,
+    limit: u64,
+    idle: Duration,
+    received: u64,
+}
+
+impl BodyReader {
+    pub fn new(body: Incoming, limit: u64, idle: Duration) -> Self {
+        Self {
+            body,
+            limit,
+            idle,
+            received: 0,
+        }
+    }
+
+    /// The next chunk of data (`None` at the end): a `408` when the client sends
+    /// nothing for `idle`, a `413` past `limit`, a `400` when the body is malformed.
+    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, ApiError> {
+        loop {
+            let frame = match tokio::time::timeout(self.idle, self.body.frame()).await {
+                Err(_elapsed) => return Err(ApiError::request_body_stalled(self.idle)),
+                Ok(None) => return Ok(None),
+                Ok(Some(frame)) => frame.map_err(|error| {
+                    ApiError::bad_request(format!("request body could not be read: {error}"))
+                })?,
+            };
+            // Trailers carry no data; the loop moves on to the end of the body.
+            if let Ok(chunk) = frame.into_data() {
+                self.received += chunk.len() as u64;
+                if self.received > self.limit {
+                    return Err(ApiError::body_too_large(self.limit));
+                }
+                return Ok(Some(chunk));
+            }
+        }
+    }
+
+    /// The whole body, for a [`crate::Handler::Buffered`] handler.
+    pub async fn read_all(mut self) -> Result<Vec<u8>, ApiError> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.next_chunk().await? {
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    /// Feeds the body to `sink` on this task (the sink's work per chunk is light).
+    pub async fn feed(mut self, mut sink: Box<dyn BodySink>) -> Result<Reply, ApiError> {
+        while let Some(chunk) = self.next_chunk().await? {
+            sink.write(&chunk);
+        }
+        Ok(sink.finish())
+    }
+
+    /// Feeds the body to `sink` running on the blocking pool: the sink's work never
+    /// runs on an async worker. If the body fails, the sink still finishes what it
+    /// was sent (its thread cannot be interrupted) and that result is dropped.
+    pub async fn feed_offloaded(
+        mut self,
+        mut sink: Box<dyn BodySink>,
+        pool: &'static ComputePool,
+    ) -> Result<Reply, ApiError> {
+        let (chunks, mut queued) = mpsc::channel::<Bytes>(CHUNKS_IN_FLIGHT);
+        let consumer = pool
+            .start(move || {
+                while let Some(chunk) = queued.blocking_recv() {
+                    sink.write(&chunk);
+                }
+                sink.finish()
+            })
+            .await;
+        while let Some(chunk) = self.next_chunk().await? {
+            if chunks.send(chunk).await.is_err() {
+                break; // The sink panicked; `joined` below reports it.
+            }
+        }
+        drop(chunks);
+        joined(consumer.await)
+    }
+}

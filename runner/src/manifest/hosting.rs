@@ -1,0 +1,156 @@
+//! What `spinbench serve` can host of a manifest, decided before anything is
+//! loaded: the first key it cannot honour the way `spin up` would is refused
+//! with one line naming it. Serving such an app differently from Spin (a
+//! key-value store that is silently absent, an outbound host that is silently
+//! refused) would measure something else than the user's app.
+//!
+//! `spinbench build` reads every key and refuses none: building is the same
+//! whatever runs the app.
+
+use super::Manifest;
+use super::component::{Component, FilesMount, Source};
+use super::trigger::{ComponentRef, Executor, HttpTrigger};
+use anyhow::{Result, bail};
+
+/// The end of every refusal: what to use instead.
+const USE_SPIN: &str = "`spin up` runs this app";
+
+/// `Ok` if `serve` can host every key of `manifest`; otherwise the first one it
+/// cannot, as a one-line error.
+pub fn check(manifest: &Manifest) -> Result<()> {
+    if let Some(kind) = manifest.trigger.other.keys().next() {
+        refuse(
+            &format!("[[trigger.{kind}]]"),
+            "spinbench serves HTTP triggers only",
+        )?;
+    }
+    for (kind, settings) in &manifest.application.trigger {
+        for (key, value) in settings {
+            // `base = "/"` is Spin's deprecated default: the same as no base.
+            let default_base = kind == "http" && key == "base" && value.as_str() == Some("/");
+            if !default_base {
+                refuse(
+                    &format!("[application.trigger.{kind}] {key}"),
+                    "trigger settings are not implemented",
+                )?;
+            }
+        }
+    }
+    for trigger in &manifest.trigger.http {
+        check_trigger(trigger)?;
+    }
+    for (id, component) in &manifest.component {
+        check_component(id, component)?;
+    }
+    Ok(())
+}
+
+fn check_trigger(trigger: &HttpTrigger) -> Result<()> {
+    let mut place = match trigger.path() {
+        Some(route) => format!("[[trigger.http]] route {route:?}"),
+        None => "[[trigger.http]] with a private route".to_string(),
+    };
+    if !trigger.id.is_empty() {
+        place = format!("{place} (id {:?})", trigger.id);
+    }
+    let key = |key: &str| format!("{place}: `{key}`");
+    if trigger.static_response.is_some() {
+        refuse(&key("static_response"), "only components answer requests")?;
+    }
+    if let Some(Executor::Wagi {}) = &trigger.executor {
+        refuse(
+            &key("executor = { type = \"wagi\" }"),
+            "only wasi:http components are served",
+        )?;
+    }
+    if !trigger.components.is_empty() {
+        refuse(&key("components"), "reserved by Spin")?;
+    }
+    match &trigger.component {
+        Some(ComponentRef::Id(_)) => Ok(()),
+        Some(ComponentRef::Inline(inline)) => refuse(
+            &key(&format!(
+                "component = {{ source = {:?}, ... }}",
+                inline.source
+            )),
+            "name a [component.<id>] table instead of an inline one",
+        ),
+        None => bail!("{place} names no component"),
+    }
+}
+
+fn check_component(id: &str, component: &Component) -> Result<()> {
+    let key = |key: &str| format!("component {id:?}: `{key}`");
+    match &component.source {
+        Source::Local(_) => {}
+        Source::Remote { url, .. } => refuse(
+            &key(&format!("source = {{ url = {url:?} }}")),
+            "only local files are read",
+        )?,
+        Source::Registry {
+            registry,
+            package,
+            version,
+        } => refuse(
+            &key(&format!(
+                "source = {{ registry = {:?}, package = {package:?}, version = {version:?} }}",
+                registry.as_deref().unwrap_or("default")
+            )),
+            "only local files are read",
+        )?,
+    }
+    let lists = [
+        (
+            "allowed_outbound_hosts",
+            &component.allowed_outbound_hosts,
+            "every outbound connection is refused",
+        ),
+        (
+            "allowed_http_hosts",
+            &component.allowed_http_hosts,
+            "every outbound connection is refused",
+        ),
+        (
+            "key_value_stores",
+            &component.key_value_stores,
+            "no key-value store is provided",
+        ),
+        (
+            "sqlite_databases",
+            &component.sqlite_databases,
+            "no SQLite database is provided",
+        ),
+        ("ai_models", &component.ai_models, "no AI model is provided"),
+        (
+            "exclude_files",
+            &component.exclude_files,
+            "`files` are not mounted",
+        ),
+    ];
+    for (name, values, why) in lists {
+        if !values.is_empty() {
+            refuse(&key(&format!("{name} = {values:?}")), why)?;
+        }
+    }
+    if let Some(mount) = component.files.first() {
+        let what = match mount {
+            FilesMount::Pattern(pattern) => format!("files = [{pattern:?}, ...]"),
+            FilesMount::Placement {
+                source,
+                destination,
+            } => format!("files = [{{ source = {source:?}, destination = {destination:?} }}, ...]"),
+        };
+        refuse(&key(&what), "no files are mounted into components")?;
+    }
+    if let Some(name) = component.dependencies.keys().next() {
+        refuse(
+            &key(&format!("dependencies.{name:?}")),
+            "components are not composed",
+        )?;
+    }
+    Ok(())
+}
+
+fn refuse(what: &str, why: &str) -> Result<()> {
+    bail!("{what} is not supported by spinbench serve ({why}); {USE_SPIN}")
+}

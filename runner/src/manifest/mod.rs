@@ -1,0 +1,166 @@
+//! The Spin manifest (v2), typed: every key of Spin's schema
+//! (spinframework/spin `crates/manifest/src/schema/v2.rs` and `common.rs`), so
+//! the manifest `spin new http-rust` writes is read as it is. Unknown keys are
+//! still errors, as they are for Spin. Reading a key is not hosting it: `serve`
+//! refuses, by name, what it cannot do the way `spin up` would ([`hosting`]).
+
+pub mod component;
+pub mod hosting;
+pub mod trigger;
+pub mod variables;
+
+pub use component::{Build, Component, Source};
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use trigger::Triggers;
+use variables::Variable;
+
+/// The only manifest format the runner reads (Spin 2.x and later).
+const SUPPORTED_VERSION: u32 = 2;
+
+/// The file `-f DIR` means, as for `spin up` and `spin build`.
+pub const DEFAULT_FILE: &str = "spin.toml";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub spin_manifest_version: u32,
+    pub application: Application,
+    /// Application variables (`[variables]`), by name.
+    #[serde(default)]
+    pub variables: BTreeMap<String, Variable>,
+    pub trigger: Triggers,
+    /// Components by id (`[component.<id>]`), in id order.
+    #[serde(default)]
+    pub component: BTreeMap<String, Component>,
+    /// Directory the manifest was read from; relative paths resolve against it.
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+/// `[application]`. Fields named `_x` are Spin's key `x`, checked for their
+/// type and otherwise unused: descriptive, or for other tools.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Application {
+    #[serde(rename = "name")]
+    pub _name: String,
+    #[serde(default, rename = "version")]
+    pub _version: String,
+    #[serde(default, rename = "description")]
+    pub _description: String,
+    #[serde(default, rename = "authors")]
+    pub _authors: Vec<String>,
+    /// Deployment targets `spin build` checks the app against; the runner does not.
+    #[serde(default, rename = "targets")]
+    pub _targets: Vec<toml::Value>,
+    /// `[application.trigger.<type>]`: settings for a trigger type (e.g. Redis' address).
+    #[serde(default)]
+    pub trigger: BTreeMap<String, toml::Table>,
+    /// Settings for other tools; Spin ignores it, and so does the runner.
+    #[serde(default, rename = "tool")]
+    pub _tool: BTreeMap<String, toml::Table>,
+}
+
+impl Manifest {
+    /// Reads, parses and validates the manifest at `path`.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading manifest {}", path.display()))?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&text, dir).with_context(|| format!("in manifest {}", path.display()))
+    }
+
+    /// Parses and validates manifest text; relative paths will resolve against `dir`.
+    pub fn parse(text: &str, dir: PathBuf) -> Result<Self> {
+        let mut manifest: Manifest = toml::from_str(text).context("parsing TOML")?;
+        manifest.dir = dir;
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.spin_manifest_version != SUPPORTED_VERSION {
+            bail!(
+                "spin_manifest_version is {}, only {SUPPORTED_VERSION} is supported",
+                self.spin_manifest_version
+            );
+        }
+        variables::validate(&self.variables)?;
+        for trigger in &self.trigger.http {
+            if let trigger::RouteConfig::Private(route) = &trigger.route
+                && !route.private
+            {
+                bail!(
+                    "a [[trigger.http]] route must be a path or {{ private = true }}, not {{ private = false }}"
+                );
+            }
+            if let Some(id) = trigger.component_id()
+                && !self.component.contains_key(id)
+            {
+                bail!(
+                    "a [[trigger.http]] names component {id:?}, which has no [component.{id}] table"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The HTTP routes served: each non-private `[[trigger.http]]` naming a
+    /// component by id, in manifest order.
+    pub fn http_routes(&self) -> Vec<HttpRoute> {
+        self.trigger
+            .http
+            .iter()
+            .filter_map(|trigger| {
+                Some(HttpRoute {
+                    route: trigger.path()?.to_string(),
+                    component: trigger.component_id()?.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// Where a component's `.wasm` is: its local `source`, resolved against the
+    /// manifest's directory (`None` for a URL or registry source).
+    pub fn source_path(&self, component: &Component) -> Option<PathBuf> {
+        match &component.source {
+            Source::Local(path) => Some(self.dir.join(path)),
+            Source::Remote { .. } | Source::Registry { .. } => None,
+        }
+    }
+
+    /// The directory build commands run in (`.` when the manifest path has no parent).
+    pub fn base_dir(&self) -> &Path {
+        if self.dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.dir
+        }
+    }
+}
+
+/// One served route: what the router is built from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRoute {
+    /// `/exact` or `/prefix/...` (trailing wildcard).
+    pub route: String,
+    /// Id of the `[component.<id>]` that serves it.
+    pub component: String,
+}
+
+/// The manifest `-f/--from` names, as `spin up` and `spin build` read it: a
+/// manifest file, or a directory holding `spin.toml`.
+pub fn resolve_path(from: &Path) -> PathBuf {
+    if from.is_dir() {
+        from.join(DEFAULT_FILE)
+    } else {
+        from.to_path_buf()
+    }
+}
+
+#[cfg(test)]
+mod tests;

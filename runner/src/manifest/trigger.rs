@@ -1,0 +1,85 @@
+//! `[[trigger.<type>]]`: Spin's `Trigger` (spinframework/spin
+//! `crates/manifest/src/schema/v2.rs`) and, for `http`, its `HttpTriggerConfig`
+//! (`crates/http/src/config.rs`). Other trigger types are kept as opaque tables:
+//! the runner serves HTTP only, and `hosting` says so by name.
+
+use super::component::Component;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Triggers {
+    /// `[[trigger.http]]`
+    #[serde(default)]
+    pub http: Vec<HttpTrigger>,
+    /// `[[trigger.redis]]`, `[[trigger.cron]]`, ...: by type.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Vec<toml::Table>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTrigger {
+    #[serde(default)]
+    pub id: String,
+    pub route: RouteConfig,
+    /// The component's id, or (Spin allows it) a component table written inline.
+    pub component: Option<ComponentRef>,
+    /// Reserved by Spin for future use.
+    #[serde(default)]
+    pub components: BTreeMap<String, toml::Value>,
+    pub executor: Option<Executor>,
+    /// A response the host sends without running a component.
+    pub static_response: Option<toml::Table>,
+}
+
+/// `route = "/path"`, or `route = { private = true }` (reachable only through
+/// Spin's service chaining, never over HTTP).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RouteConfig {
+    Path(String),
+    Private(PrivateRoute),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivateRoute {
+    /// Must be `true`: Spin refuses `{ private = false }`.
+    pub private: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ComponentRef {
+    Id(String),
+    Inline(Box<Component>),
+}
+
+/// `executor = { type = "http" }` (or its alias `"spin"`), or `{ type = "wagi", ... }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Executor {
+    #[serde(alias = "spin")]
+    Http,
+    /// Its settings (`argv`, ...) are not read: the executor is refused.
+    Wagi {},
+}
+
+impl HttpTrigger {
+    /// The route as written, unless private.
+    pub fn path(&self) -> Option<&str> {
+        match &self.route {
+            RouteConfig::Path(path) => Some(path),
+            RouteConfig::Private(_) => None,
+        }
+    }
+
+    /// The id of the component it names (`None` for an inline table or none at all).
+    pub fn component_id(&self) -> Option<&str> {
+        match &self.component {
+            Some(ComponentRef::Id(id)) => Some(id),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Any Spin HTTP app, served: a component written the way `spin new http-rust`
+//! writes it (tests/template-app), with the manifest keys a user's app has, is
+//! served by `spinbench serve -f <dir>` with its variable; a component importing
+//! what the runner lacks is refused at start in one line.
+
+use e2e::{Server, artifact, get, workspace_root};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn serve_args(app: &str) -> Vec<String> {
+    let cache = workspace_root().join("target/e2e-cache");
+    vec![
+        "serve".into(),
+        "-f".into(),
+        workspace_root().join(app).display().to_string(),
+        "--cache-dir".into(),
+        cache.display().to_string(),
+    ]
+}
+
+fn template_app(start: fn(&str, &std::path::Path, &[&str]) -> Server) -> Server {
+    artifact("wasm32-wasip2/release/template_hello.wasm");
+    let args = serve_args("tests/template-app");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    start("template-app", &artifact("release/spinbench"), &args)
+}
+
+#[test]
+fn the_template_app_is_served_with_its_variable() {
+    let server = template_app(Server::start);
+    let answer = get(&server.url("/anything/below"));
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.content_type, "text/plain");
+    // The manifest's `[variables] greeting` default, through the component's
+    // `{{ greeting }}` variable and spin-sdk's `variables::get`.
+    assert_eq!(answer.text(), "Hello from a Spin variable");
+}
+
+#[test]
+fn routes_are_printed_the_way_spin_up_prints_them() {
+    let server = template_app(Server::start);
+    let base = format!("http://{}", server.addr);
+    let log = server.log();
+    let expected = format!(
+        "\nServing {base}\nAvailable Routes:\n  template-hello: {base} (wildcard)\n    \
+         Answers every path with the greeting variable.\n"
+    );
+    assert!(log.contains(&expected), "{log}");
+}
+
+#[test]
+fn the_listen_address_is_read_from_spin_http_listen_addr() {
+    let server = template_app(Server::start_with_listen_env);
+    assert_eq!(get(&server.url("/")).status, 200);
+}
+
+#[test]
+fn an_application_variable_is_overridden_from_the_environment() {
+    artifact("wasm32-wasip2/release/template_hello.wasm");
+    let args = serve_args("tests/template-app");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let spinbench = artifact("release/spinbench");
+    let server = Server::start_configured("template-app", &spinbench, &args, |command, addr| {
+        command
+            .arg("--listen")
+            .arg(addr.to_string())
+            .env("SPIN_VARIABLE_GREETING", "Hello from the environment");
+    });
+    assert_eq!(get(&server.url("/")).text(), "Hello from the environment");
+}
+
+#[test]
+fn a_component_importing_what_the_runner_lacks_is_refused_in_one_line() {
+    artifact("wasm32-wasip2/release/template_kv.wasm");
+    let mut child = Command::new(artifact("release/spinbench"))
+        .args(serve_args("tests/template-app/kv"))
+        .args(["--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spinbench starts");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("spinbench kept running instead of refusing the component");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!status.success(), "exited with {status}: {stderr}");
+    assert!(
+        output.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "Error: component \"template-kv\" imports `fermyon:spin/key-value@2.0.0`, \
+             which spinbench serve does not provide; `spin up` runs this app"
+        ],
+        "{stderr}"
+    );
+}
+
+/// Every duration flag takes Spin's forms (`300ms`, `1s`) as well as bare
+/// seconds, and the WASIp3 reuse flags carry Spin's names; `-f` takes a file too.
+#[test]
+fn duration_flags_take_units_and_reuse_flags_spins_names() {
+    artifact("wasm32-wasip2/release/misbehaving.wasm");
+    let manifest = workspace_root().join("tests/misbehaving/spin.toml");
+    let cache = workspace_root().join("target/e2e-cache");
+    let server = Server::start(
+        "spin-flags",
+        &artifact("release/spinbench"),
+        &[
+            "serve",
+            "-f",
+            manifest.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--request-timeout",
+            "300ms",
+            "--queue-timeout",
+            "1s",
+            "--header-read-timeout",
+            "10",
+            "--shutdown-grace",
+            "0.5",
+            "--idle-instance-timeout",
+            "2s",
+            "--max-instance-reuse-count",
+            "4",
+            "--max-instance-concurrent-reuse-count",
+            "2",
+        ],
+    );
+    let start = Instant::now();
+    let answer = get(&server.url("/misbehave/loop"));
+    assert_eq!(answer.status, 504, "{}", answer.text());
+    // 300 ms, not the 30 s default: the unit was read.
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}
