@@ -131,6 +131,10 @@ impl CommandHost {
                 "{wasm}" => existing(&function.wasm)?,
                 _ => function_manifest(paths, function)?,
             };
+            // Absolute, as the command may run elsewhere and its processes are
+            // told apart by their command lines.
+            let path =
+                std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(path.display().to_string())
         };
         let mut words = Vec::with_capacity(self.words.len());
