@@ -1,6 +1,7 @@
 //! `spinbench`: hosts the function set's components the way Spin does and
 //! compares them with native builds of the same code.
 
+mod benchfile;
 mod compare;
 mod duration;
 mod host;
@@ -36,6 +37,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run the load scenarios against a host already running elsewhere.
     Load(compare::load::LoadArgs),
+    /// Compare two report.json files: the ratio of each median, marked beyond both runs' spread.
+    Diff(report::diff::DiffArgs),
 }
 
 #[derive(Args)]
@@ -238,13 +241,22 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Compare(args) => compare::main(args),
         Command::Load(args) => compare::load::main(args),
+        Command::Diff(args) => report::diff::main(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("Error: {error:#}");
-            ExitCode::FAILURE
-        }
+        // A regression past --fail-above has its own exit code, so that CI tells
+        // it from a run that failed.
+        Err(error) => match error.downcast_ref::<report::diff::Regressed>() {
+            Some(regressed) => {
+                eprintln!("{regressed}");
+                ExitCode::from(report::diff::REGRESSED_EXIT_CODE)
+            }
+            None => {
+                eprintln!("Error: {error:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 

@@ -91,6 +91,11 @@ pub fn cases() -> Vec<Case> {
         case("hello", "GET", "/hello/extra", 404),
         case("hello", "GET", "/", 404),
         case("hello", "GET", "/no-such-route", 404),
+        // The template's component answers every method alike.
+        case("hello-sdk", "GET", "/hello-sdk", 200),
+        case("hello-sdk", "GET", "/hello-sdk?anything=1", 200),
+        case("hello-sdk", "POST", "/hello-sdk", 200),
+        case("hello-sdk", "GET", "/hello-sdk/extra", 404),
         json("POST", seed, 200),
         json(
             "POST",
@@ -231,7 +236,7 @@ mod tests {
     #[test]
     fn every_function_has_cases_on_its_own_route() {
         let cases = cases();
-        for function in crate::FUNCTIONS {
+        for &function in crate::functions() {
             assert!(
                 cases
                     .iter()

@@ -10,12 +10,27 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub mod contract;
 
-/// The six functions: (spin component id and route, native binary name).
-pub const FUNCTIONS: [&str; 6] = ["hello", "echo", "cpu", "io", "suntimes", "sha1"];
+/// The function set: the component ids of the repository's benchmark file
+/// (spinbench.toml), each also its route and its `<id>-native` binary's name.
+pub fn functions() -> &'static [&'static str] {
+    static IDS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    IDS.get_or_init(|| {
+        let path = workspace_root().join("spinbench.toml");
+        let text = std::fs::read_to_string(&path).expect("spinbench.toml at the repo root");
+        let file: toml::Table = toml::from_str(&text).expect("spinbench.toml is TOML");
+        file["component"]
+            .as_array()
+            .expect("[[component]] tables")
+            .iter()
+            .map(|c| &*c["id"].as_str().expect("a component id").to_string().leak())
+            .collect()
+    })
+}
 
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,17 +2,32 @@
 //! function, and its report has the documented shape and sane values. Its speed
 //! figures are not asserted: they belong in the report, not in a test.
 
+mod support;
+
 use e2e::{artifact, workspace_root};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
-fn run_quick_compare() -> (Value, std::path::PathBuf) {
-    let results = workspace_root().join(format!("target/e2e-results/{}", std::process::id()));
+fn spinbench(args: &[&str]) -> Output {
+    Command::new(artifact("release/spinbench"))
+        .current_dir(workspace_root())
+        .args(args)
+        .output()
+        .expect("spinbench runs")
+}
+
+fn run_quick_compare(results: &Path) -> (Value, PathBuf) {
+    let exports = results.join("exports");
     let output = Command::new(artifact("release/spinbench"))
         .current_dir(workspace_root())
         .args(["compare", "--quick", "--results-dir"])
-        .arg(&results)
+        .arg(results)
+        .arg("--export-json")
+        .arg(exports.join("report.json"))
+        .arg("--export-markdown")
+        .arg(exports.join("report.md"))
         .output()
         .expect("spinbench compare runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -28,6 +43,15 @@ fn run_quick_compare() -> (Value, std::path::PathBuf) {
         .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}\n{stderr}"));
     let report_path = workspace_root().join(report_line.trim());
     let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    // The exports are the same report.
+    let exported: Value =
+        serde_json::from_slice(&std::fs::read(exports.join("report.json")).unwrap()).unwrap();
+    assert_eq!(exported, report, "--export-json");
+    let md = std::fs::read_to_string(exports.join("report.md")).unwrap();
+    assert!(
+        md.starts_with("# spinbench compare"),
+        "--export-markdown: {md}"
+    );
     (report, report_path.parent().unwrap().to_path_buf())
 }
 
@@ -42,11 +66,13 @@ fn metrics<'a>(report: &'a Value, measurement: &str, host: &str) -> Vec<&'a Valu
 
 #[test]
 fn quick_compare_reports_every_function_on_native_and_wasm() {
-    let (report, dir) = run_quick_compare();
+    let results = workspace_root().join(format!("target/e2e-results/{}", std::process::id()));
+    let (report, dir) = run_quick_compare(&results);
     assert_eq!(report["schema"], "spinbench-report/1");
+    support::assert_valid_report(&report);
     assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
 
-    let functions: BTreeSet<&str> = ["hello", "echo", "cpu", "io", "suntimes", "sha1"].into();
+    let functions: BTreeSet<&str> = e2e::functions().iter().copied().collect();
     for measurement in [
         "load",
         "process_cold_start",
@@ -159,4 +185,121 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
         })
         .count();
     assert!(charts >= 3, "only {charts} SVG charts in {}", dir.display());
+
+    diff_against_itself_and_a_faster_baseline(&dir.join("report.json"), &results);
+}
+
+/// `spinbench diff`: a report against itself passes any gate; against a
+/// baseline whose instance cold start was half as long, a 20 % gate on that
+/// figure fails with exit code 3, and a gate on another figure does not.
+fn diff_against_itself_and_a_faster_baseline(report: &Path, scratch: &Path) {
+    let report_arg = report.to_str().unwrap();
+    let same = spinbench(&["diff", report_arg, report_arg, "--fail-above", "0"]);
+    assert!(
+        same.status.success(),
+        "{}",
+        String::from_utf8_lossy(&same.stderr)
+    );
+    assert!(String::from_utf8_lossy(&same.stdout).contains("| 1.00x |"));
+
+    let mut faster: Value = serde_json::from_slice(&std::fs::read(report).unwrap()).unwrap();
+    halve(&mut faster, "instance_cold_start", "total");
+    let baseline = scratch.join("faster-baseline.json");
+    std::fs::write(&baseline, serde_json::to_vec(&faster).unwrap()).unwrap();
+    let baseline_arg = baseline.to_str().unwrap();
+    let gated = spinbench(&[
+        "diff",
+        baseline_arg,
+        report_arg,
+        "--fail-above",
+        "20",
+        "--fail-on",
+        "instance_cold_start.total",
+    ]);
+    let stderr = String::from_utf8_lossy(&gated.stderr);
+    assert_eq!(gated.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("regressed") && stderr.contains("instance_cold_start"),
+        "{stderr}"
+    );
+    let other = spinbench(&[
+        "diff",
+        baseline_arg,
+        report_arg,
+        "--fail-above",
+        "20",
+        "--fail-on",
+        "build_and_size",
+    ]);
+    assert!(
+        other.status.success(),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+}
+
+/// Halves the median of every figure of `measurement`'s `metric` and drops its spread.
+fn halve(report: &mut Value, measurement: &str, metric: &str) {
+    for m in report["metrics"].as_array_mut().unwrap() {
+        if m["measurement"] == measurement && m["metric"] == metric && m["summary"].is_object() {
+            let p50 = m["summary"]["p50"].as_f64().unwrap();
+            m["summary"]["p50"] = (p50 / 2.0).into();
+            m["summary"]["mad"] = 0.0.into();
+        }
+    }
+}
+
+/// `compare --baseline`: a run held against a baseline with components half
+/// their size fails the gate on binary size, with exit code 3.
+#[test]
+fn compare_against_a_baseline_gates_on_a_chosen_figure() {
+    let results = workspace_root().join(format!(
+        "target/e2e-results/baseline-{}",
+        std::process::id()
+    ));
+    let results_arg = results.to_str().unwrap().to_string();
+    let first = spinbench(&[
+        "compare",
+        "--quick",
+        "--functions",
+        "hello",
+        "--measurements",
+        "build_and_size",
+        "--results-dir",
+        &results_arg,
+        "--export-json",
+        &format!("{results_arg}/first.json"),
+    ]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let mut smaller: Value =
+        serde_json::from_slice(&std::fs::read(results.join("first.json")).unwrap()).unwrap();
+    support::assert_valid_report(&smaller);
+    halve(&mut smaller, "build_and_size", "binary_size");
+    let baseline = results.join("smaller.json");
+    std::fs::write(&baseline, serde_json::to_vec(&smaller).unwrap()).unwrap();
+    let gated = spinbench(&[
+        "compare",
+        "--quick",
+        "--functions",
+        "hello",
+        "--measurements",
+        "build_and_size",
+        "--results-dir",
+        &results_arg,
+        "--baseline",
+        baseline.to_str().unwrap(),
+        "--fail-above",
+        "10",
+        "--fail-on",
+        "build_and_size.binary_size",
+    ]);
+    let stdout = String::from_utf8_lossy(&gated.stdout);
+    let stderr = String::from_utf8_lossy(&gated.stderr);
+    assert_eq!(gated.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stdout.contains("2.00x *"), "the ratio, marked: {stdout}");
+    assert!(stderr.contains("binary_size"), "{stderr}");
 }

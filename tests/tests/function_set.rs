@@ -4,7 +4,7 @@
 //! `e2e::contract`'s, which tests/real_hosts.rs sends to Spin and wasmtime too).
 
 use e2e::contract::{Case, LONDON, cases};
-use e2e::{Answer, FUNCTIONS, Server, raw_exchange, send};
+use e2e::{Answer, Server, functions, raw_exchange, send};
 
 fn ask(server: &Server, case: &Case) -> Answer {
     case.send_to(&format!("http://{}", server.addr))
@@ -13,7 +13,10 @@ fn ask(server: &Server, case: &Case) -> Answer {
 #[test]
 fn components_and_natives_give_identical_answers() {
     let runner = Server::runner(&[]);
-    let natives: Vec<(&str, Server)> = FUNCTIONS.iter().map(|f| (*f, Server::native(f))).collect();
+    let natives: Vec<(&str, Server)> = functions()
+        .iter()
+        .map(|f| (*f, Server::native(f)))
+        .collect();
     let native = |function: &str| &natives.iter().find(|(f, _)| *f == function).unwrap().1;
 
     for case in cases() {

@@ -7,7 +7,7 @@
 //! The components must be built first (`make build`, or `spin build`).
 
 use e2e::contract::{Case, cases};
-use e2e::{Answer, FUNCTIONS, GroupServer, Server, artifact, on_path, workspace_root};
+use e2e::{Answer, GroupServer, Server, artifact, functions, on_path, workspace_root};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -19,7 +19,7 @@ fn spin_up_answers_the_function_contract() {
         return skipped("spin");
     };
     let version = version_of(&spin);
-    for f in FUNCTIONS {
+    for &f in functions() {
         artifact(&wasm_of(f));
     }
     let natives = Natives::start();
@@ -60,7 +60,7 @@ fn wasmtime_serve_answers_each_components_contract() {
     let version = version_of(&wasmtime);
     let natives = Natives::start();
     let cases = cases();
-    for f in FUNCTIONS {
+    for &f in functions() {
         let wasm = artifact(&wasm_of(f));
         let addr = Server::free_addr();
         let mut command = Command::new(&wasmtime);
@@ -85,7 +85,12 @@ struct Natives(Vec<(&'static str, Server)>);
 
 impl Natives {
     fn start() -> Natives {
-        Natives(FUNCTIONS.iter().map(|f| (*f, Server::native(f))).collect())
+        Natives(
+            functions()
+                .iter()
+                .map(|f| (*f, Server::native(f)))
+                .collect(),
+        )
     }
 
     fn answer(&self, case: &Case) -> Answer {

@@ -16,6 +16,8 @@ pub mod component;
 pub mod component_p3;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod plain;
 
 pub use error::ApiError;
 pub use query::Query;

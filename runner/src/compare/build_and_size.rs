@@ -15,30 +15,31 @@ pub fn measure(run: &mut Run) -> Result<()> {
     let bar = run.progress("build and size", functions.len());
     let (compiles, loads) = if run.plan.quick { (1, 3) } else { (3, 10) };
     for f in functions {
-        bar.set_message(f.name);
-        for (host, path) in [
-            ("native", run.paths.native_binary(f)),
-            ("wasm", run.paths.wasm_file(f)),
-        ] {
+        bar.set_message(f.name.clone());
+        let native = f.native().map(|n| n.command.program.clone());
+        for (host, path) in [("native", native), ("wasm", Ok(f.wasm.clone()))] {
             let metric = Metric::new(
                 MEASUREMENT,
-                f.name,
+                &f.name,
                 host,
                 "binary_size",
                 "bytes",
                 Better::Lower,
             );
-            run.record(match std::fs::metadata(&path) {
-                Ok(meta) => metric.value(meta.len() as f64),
-                Err(_) => metric.skipped(format!("{} not found (build it first)", path.display())),
+            run.record(match path.map(|p| (std::fs::metadata(&p), p)) {
+                Ok((Ok(meta), _)) => metric.value(meta.len() as f64),
+                Ok((Err(_), p)) => {
+                    metric.skipped(format!("{} not found (build it first)", p.display()))
+                }
+                Err(why) => metric.skipped(why),
             });
         }
-        let (compile, load) = match compile_and_load(run, f, compiles, loads) {
+        let (compile, load) = match compile_and_load(run, &f, compiles, loads) {
             Ok((c, l)) => (Ok(c), Ok(l)),
             Err(e) => (Err(format!("{e:#}")), Err(format!("{e:#}"))),
         };
         for (name, result) in [("compile", compile), ("cache_load", load)] {
-            let metric = Metric::new(MEASUREMENT, f.name, "wasm", name, "ms", Better::Lower);
+            let metric = Metric::new(MEASUREMENT, &f.name, "wasm", name, "ms", Better::Lower);
             run.record(match result {
                 Ok(samples) => metric.samples(samples),
                 Err(why) => metric.skipped(why),
@@ -57,12 +58,6 @@ fn compile_and_load(
     compiles: usize,
     loads: usize,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
-    if !run.paths.wasm_file(f).is_file() {
-        bail!(
-            "{} not found (build it first)",
-            run.paths.wasm_file(f).display()
-        );
-    }
     let manifest = Manifest::load(&run.paths.function_manifest(f)?)?;
     let dir = run.paths.work.join(format!("build-cache-{}", f.name));
     // A small pool: the pool's size does not change compilation, only start-up.

@@ -7,6 +7,7 @@
 use super::group::Group;
 use super::http::{self, Request};
 use super::{Function, Paths};
+use crate::benchfile::CommandLine;
 use anyhow::{Context, Result, bail};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -126,10 +127,14 @@ impl CommandHost {
     ) -> Result<Command, String> {
         let path_of = |placeholder: &str| -> Result<String, String> {
             let path = match placeholder {
-                "{native}" => existing(&paths.native_binary(function))?,
-                "{wasm}" => existing(&paths.wasm_file(function))?,
+                "{native}" => existing(&function.native()?.command.program)?,
+                "{wasm}" => existing(&function.wasm)?,
                 _ => function_manifest(paths, function)?,
             };
+            // Absolute, as the command may run elsewhere and its processes are
+            // told apart by their command lines.
+            let path =
+                std::path::absolute(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(path.display().to_string())
         };
         let mut words = Vec::with_capacity(self.words.len());
@@ -167,21 +172,17 @@ pub fn command(
 ) -> Result<Command, String> {
     let listen = addr.to_string();
     let mut cmd = match kind {
-        HostKind::Native => Command::new(existing(&paths.native_binary(function))?),
-        HostKind::Wasm => {
-            existing(&paths.wasm_file(function))?;
-            runner_serving(paths, &function_manifest(paths, function)?, cache)?
-        }
+        HostKind::Native => return native_command(&function.native()?.command, addr),
+        HostKind::Wasm => runner_serving(paths, &function_manifest(paths, function)?, cache)?,
         HostKind::WasmP3 => runner_serving(paths, &p3_function_manifest(paths, function)?, cache)?,
         HostKind::Spin => {
-            existing(&paths.wasm_file(function))?;
             let mut cmd = Command::new(on_path("spin")?);
             cmd.args(["up", "-f"])
                 .arg(function_manifest(paths, function)?);
             cmd
         }
         HostKind::WasmtimeServe | HostKind::WasmtimeServeTuned => {
-            let wasm = existing(&paths.wasm_file(function))?;
+            let wasm = existing(&function.wasm)?;
             let mut cmd = Command::new(on_path("wasmtime")?);
             cmd.args(["serve", "-Scli", "--addr", &listen]);
             if kind == HostKind::WasmtimeServeTuned {
@@ -196,31 +197,27 @@ pub fn command(
     Ok(cmd)
 }
 
+/// A native command line of the benchmark file, its program checked first.
+pub fn native_command(line: &CommandLine, addr: SocketAddr) -> Result<Command, String> {
+    if line.program.components().count() > 1 {
+        existing(&line.program)?;
+    } else {
+        on_path(&line.program.to_string_lossy())?;
+    }
+    Ok(line.command(addr))
+}
+
 fn function_manifest(paths: &Paths, function: &Function) -> Result<PathBuf, String> {
     paths
         .function_manifest(function)
         .map_err(|e| format!("{e:#}"))
 }
 
-/// The WASIp3 build of `function` (`spinbench build --manifest spin-p3.toml`).
-pub fn p3_wasm_file(paths: &Paths, function: &Function) -> PathBuf {
-    paths
-        .root
-        .join("target/p3/wasm32-wasip2/release")
-        .join(format!("{}_p3.wasm", function.package.replace('-', "_")))
-}
-
-/// The one-function manifest of `function`, pointing at its WASIp3 build.
+/// The one-function manifest of `function`'s WASIp3 build.
 pub fn p3_function_manifest(paths: &Paths, function: &Function) -> Result<PathBuf, String> {
-    let p3 = existing(&p3_wasm_file(paths, function))?;
-    let p2 = function_manifest(paths, function)?;
-    let toml = std::fs::read_to_string(&p2).map_err(|e| format!("{}: {e}", p2.display()))?;
-    let p2_source = format!("{:?}", paths.wasm_file(function).display().to_string());
-    let p3_source = format!("{:?}", p3.display().to_string());
-    let path = p2.with_extension("p3.toml");
-    std::fs::write(&path, toml.replace(&p2_source, &p3_source))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
+    paths
+        .p3_function_manifest(function)
+        .map_err(|e| format!("{e:#}"))
 }
 
 fn existing(path: &Path) -> Result<PathBuf, String> {

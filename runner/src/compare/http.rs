@@ -9,21 +9,32 @@ use std::time::Duration;
 /// One request, as the same bytes go to every host.
 #[derive(Debug, Clone)]
 pub struct Request {
-    pub method: &'static str,
+    pub method: String,
     /// Path and query, e.g. `/io?ms=10`.
     pub target: String,
-    pub content_type: Option<&'static str>,
+    /// Names lower-case.
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
-impl Request {
-    pub fn get(target: impl Into<String>) -> Request {
+impl From<&crate::benchfile::Request> for Request {
+    fn from(r: &crate::benchfile::Request) -> Request {
         Request {
-            method: "GET",
-            target: target.into(),
-            content_type: None,
-            body: Vec::new(),
+            method: r.method.clone(),
+            target: r.target.clone(),
+            headers: r.headers.clone(),
+            body: r.body.bytes(),
         }
+    }
+}
+
+impl Request {
+    /// The `content-type` header, if the request has one.
+    pub fn content_type(&self) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(name, _)| name == "content-type")
+            .map(|(_, value)| value.as_str())
     }
 
     /// The request's bytes, with `Connection: close` so the answer ends at EOF.
@@ -32,8 +43,8 @@ impl Request {
             "{} {} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n",
             self.method, self.target
         );
-        if let Some(ct) = self.content_type {
-            head.push_str(&format!("Content-Type: {ct}\r\n"));
+        for (name, value) in &self.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
         }
         if !self.body.is_empty() || self.method == "POST" {
             head.push_str(&format!("Content-Length: {}\r\n", self.body.len()));
@@ -92,9 +103,9 @@ mod tests {
     fn request_bytes_and_status() {
         let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
         let req = Request {
-            method: "POST",
+            method: "POST".into(),
             target: "/echo".into(),
-            content_type: Some("application/json"),
+            headers: vec![("content-type".into(), "application/json".into())],
             body: b"{}".to_vec(),
         };
         let text = String::from_utf8(req.to_bytes(addr)).unwrap();

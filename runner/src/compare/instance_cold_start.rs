@@ -1,8 +1,8 @@
 //! Instance cold start, in process and without a network: N fresh instances of a
 //! component, each handed the function's canned request through the Host API,
 //! with time split into instantiation and handling. Beside it, the native floor:
-//! the same logic called as a plain Rust function, and a fresh native process per
-//! request (exec to first response, the CGI model).
+//! the same logic called as a plain Rust function (`plain`: our functions only),
+//! and a fresh native process per request (exec to first response, the CGI model).
 
 use super::hosts::{self, Cache, HostKind, Server};
 use super::http::Request;
@@ -12,7 +12,6 @@ use crate::manifest::Manifest;
 use crate::report::{Better, Metric};
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
-use glue::{Endpoint, Handler, Head, Reply};
 use std::time::{Duration, Instant};
 
 const MEASUREMENT: &str = "instance_cold_start";
@@ -28,13 +27,20 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
         bar.set_message(format!("{} plain function", f.name));
         let metric = Metric::new(
             MEASUREMENT,
-            f.name,
+            &f.name,
             "native-fn",
             "total",
             "us",
             Better::Lower,
         );
-        run.record(match plain_function(f, run.plan.samples) {
+        let floor = super::plain::time_calls(
+            &run.paths,
+            &f,
+            &f.probe(),
+            f.spec.probe_status,
+            run.plan.samples,
+        );
+        run.record(match floor {
             Ok(samples) => metric.samples(samples),
             Err(why) => metric.skipped(why),
         });
@@ -43,7 +49,7 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
         bar.set_message(format!("{} process per request", f.name));
         let metric = Metric::new(
             MEASUREMENT,
-            f.name,
+            &f.name,
             "native-process",
             "total",
             "us",
@@ -54,14 +60,14 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
         } else {
             MAX_PROCESS_SAMPLES
         });
-        run.record(match process_per_request(run, f, n) {
+        run.record(match process_per_request(run, &f, n) {
             Ok(samples) => metric.samples(samples),
             Err(why) => metric.skipped(why),
         });
         bar.inc(1);
 
         bar.set_message(format!("{} wasm instances", f.name));
-        for metric in wasm_instances(run, runtime, f) {
+        for metric in wasm_instances(run, runtime, &f) {
             run.record(metric);
         }
         bar.inc(1);
@@ -71,7 +77,7 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
 }
 
 fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) -> Vec<Metric> {
-    let metric = |name| Metric::new(MEASUREMENT, f.name, "wasm", name, "us", Better::Lower);
+    let metric = |name| Metric::new(MEASUREMENT, &f.name, "wasm", name, "us", Better::Lower);
     let mut metrics = if !run.plan.has_host(HostKind::Wasm) {
         vec![metric("total").skipped("host wasm not selected")]
     } else {
@@ -87,7 +93,14 @@ fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) ->
     // WASIp3 reuse: a request on an already live instance (a new one every 128
     // requests), so this is the warm figure beside wasm's cold one.
     if run.plan.has_host(HostKind::WasmP3) {
-        let metric = Metric::new(MEASUREMENT, f.name, "wasm-p3", "total", "us", Better::Lower);
+        let metric = Metric::new(
+            MEASUREMENT,
+            &f.name,
+            "wasm-p3",
+            "total",
+            "us",
+            Better::Lower,
+        );
         metrics.push(match runtime.block_on(time_instances(run, f, true)) {
             Ok([total, _, _]) => metric.samples(total),
             Err(e) => metric.skipped(format!("{e:#}")),
@@ -100,7 +113,7 @@ fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) ->
 /// requests on reused WASIp3 instances).
 async fn time_instances(run: &Run, f: &Function, p3: bool) -> Result<[Vec<f64>; 3]> {
     let host = in_process_host(run, f, p3)?;
-    let probe = (f.probe)();
+    let probe = f.probe();
     let n = run.plan.samples;
     let mut out = [
         Vec::with_capacity(n),
@@ -110,9 +123,9 @@ async fn time_instances(run: &Run, f: &Function, p3: bool) -> Result<[Vec<f64>; 
     for i in 0..WARMUP + n {
         let request = http_request(&probe)?;
         let started = Instant::now();
-        let response = host.handle_timed(f.name, request).await?;
+        let response = host.handle_timed(&f.name, request).await?;
         let total = started.elapsed();
-        if response.status != 200 {
+        if response.status != f.spec.probe_status {
             bail!(
                 "canned request answered {}: {}",
                 response.status,
@@ -134,12 +147,8 @@ async fn time_instances(run: &Run, f: &Function, p3: bool) -> Result<[Vec<f64>; 
 /// `f`'s component (its WASIp3 build if `p3`) loaded into an in-process [`Host`],
 /// with compiled code from the run's cache.
 pub fn in_process_host(run: &Run, f: &Function, p3: bool) -> Result<Host> {
-    let wasm = run.paths.wasm_file(f);
-    if !wasm.is_file() {
-        bail!("{} not found (build it first)", wasm.display());
-    }
     let manifest = if p3 {
-        super::hosts::p3_function_manifest(&run.paths, f).map_err(anyhow::Error::msg)?
+        run.paths.p3_function_manifest(f)?
     } else {
         run.paths.function_manifest(f)?
     };
@@ -151,81 +160,17 @@ pub fn in_process_host(run: &Run, f: &Function, p3: bool) -> Result<Host> {
     Host::new(&manifest, &options).context("loading the component")
 }
 
-fn http_request(probe: &Request) -> Result<http::Request<Bytes>> {
+pub fn http_request(probe: &Request) -> Result<http::Request<Bytes>> {
     let mut builder = http::Request::builder()
-        .method(probe.method)
+        .method(probe.method.as_str())
         .uri(format!("http://localhost{}", probe.target))
         .header("host", "localhost");
-    if let Some(ct) = probe.content_type {
-        builder = builder.header("content-type", ct);
+    for (name, value) in &probe.headers {
+        builder = builder.header(name, value);
     }
     Ok(builder
         .header("content-length", probe.body.len())
         .body(Bytes::from(probe.body.clone()))?)
-}
-
-/// The crates linked into the runner whose logic can be called directly.
-fn endpoint(name: &str) -> Option<&'static Endpoint> {
-    match name {
-        "hello" => Some(&::hello::ENDPOINT),
-        "echo" => Some(&::echo::ENDPOINT),
-        "cpu" => Some(&::cpu::ENDPOINT),
-        "io" => Some(&::io::ENDPOINT),
-        "suntimes" => Some(&::suntimes::ENDPOINT),
-        "sha1" => Some(&::sha1_blocks::ENDPOINT),
-        _ => None,
-    }
-}
-
-/// The logic alone: what an instance costs on top of the work itself.
-fn plain_function(f: &Function, samples: usize) -> Result<Vec<f64>, String> {
-    let endpoint = endpoint(f.name).ok_or("the function's crate is not linked into the runner")?;
-    let probe = (f.probe)();
-    let mut out = Vec::with_capacity(samples);
-    for i in 0..WARMUP + samples {
-        let started = Instant::now();
-        let reply = call_plain(endpoint, &probe);
-        let took = started.elapsed();
-        std::hint::black_box(&reply);
-        if reply.status != 200 {
-            return Err(format!("canned request answered {}", reply.status));
-        }
-        if i >= WARMUP {
-            out.push(took.as_secs_f64() * 1e6);
-        }
-    }
-    Ok(out)
-}
-
-/// Drives an endpoint as the hosts do, minus HTTP. A `Delayed` handler's wait is
-/// the host's timer, not the logic's, so it is not waited here.
-pub fn call_plain(endpoint: &Endpoint, request: &Request) -> Reply {
-    let (path, query) = request
-        .target
-        .split_once('?')
-        .unwrap_or((&request.target, ""));
-    let head = Head {
-        method: request.method.to_string(),
-        path: path.to_string(),
-        query: query.to_string(),
-        content_type: request.content_type.map(str::to_string),
-        content_length: Some(request.body.len() as u64),
-    };
-    let answer = endpoint
-        .admit(&head)
-        .and_then(|()| match &endpoint.handler {
-            Handler::Head(handle) => handle(&head),
-            Handler::Buffered { handle, .. } => handle(&head, &request.body),
-            Handler::Streamed { start, .. } => start(&head).map(|mut sink| {
-                request
-                    .body
-                    .chunks(64 * 1024)
-                    .for_each(|chunk| sink.write(chunk));
-                sink.finish()
-            }),
-            Handler::Delayed(handle) => handle(&head).map(|(_, reply)| reply),
-        });
-    answer.unwrap_or_else(|e| e.to_reply())
 }
 
 /// A fresh `<name>-native` per request: exec, first 200, kill.
@@ -236,7 +181,7 @@ fn process_per_request(run: &Run, f: &Function, samples: usize) -> Result<Vec<f6
         let addr = hosts::free_addr().map_err(|e| e.to_string())?;
         let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
         let (server, took): (Server, Duration) =
-            Server::start(cmd, addr, &(f.probe)(), &format!("cgi-{}", f.name))
+            Server::start(cmd, addr, &f.probe(), &format!("cgi-{}", f.name))
                 .map_err(|e| format!("{e:#}"))?;
         drop(server);
         if i >= 2 {
@@ -244,26 +189,4 @@ fn process_per_request(run: &Run, f: &Function, samples: usize) -> Result<Vec<f6
         }
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn calls_hello_as_a_plain_function() {
-        let reply = call_plain(&hello::ENDPOINT, &Request::get("/hello"));
-        assert_eq!(
-            (reply.status, reply.body.as_slice()),
-            (200, &b"Hello, World!"[..])
-        );
-        let reply = call_plain(
-            &hello::ENDPOINT,
-            &Request {
-                method: "DELETE",
-                ..Request::get("/hello")
-            },
-        );
-        assert_eq!(reply.status, 405);
-    }
 }

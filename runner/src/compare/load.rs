@@ -15,6 +15,7 @@ use super::oha::{self, OhaReport, Steady};
 use super::scenarios::{Scenario, check_open_files, scenarios};
 use super::tree::{self, Kind};
 use super::{Function, Paths, Plan, Run};
+use crate::benchfile::Variant;
 use crate::procfs;
 use crate::report::{Better, Metric, describe_outcomes};
 use anyhow::{Context, Result};
@@ -252,7 +253,7 @@ fn load_server(
 ) -> Result<Vec<Metric>> {
     let base = format!("http://{}", server.addr);
     let pid = server.pid();
-    let m = |name, unit, better| metric(f.name, host, scenario, name, unit, better);
+    let m = |name, unit, better| metric(&f.name, host, scenario, name, unit, better);
     // Before the warm-up: the fresh server's footprint, which "after" is compared with.
     let memory_idle = procfs::tree_memory(pid)?;
     warm_up(&base, scenario, plan, body)?;
@@ -281,7 +282,7 @@ fn load_server(
     let (rss_before, before_parts) = tree::memory(&memory_idle, Kind::Rss);
     let (rss_after, after_parts) = tree::memory(&memory_after, Kind::Rss);
 
-    let (mut out, hit) = outcome_metrics(f.name, host, scenario, outcome, cores);
+    let (mut out, hit) = outcome_metrics(&f.name, host, scenario, outcome, cores);
     out.extend([
         m("server_cpu", "cores", Better::Lower)
             .value(cpu)
@@ -299,7 +300,7 @@ fn load_server(
     let Some(hit) = hit else {
         return Ok(out);
     };
-    let serving = server.still_serves(&(f.probe)(), RECOVERY);
+    let serving = server.still_serves(&f.probe(), RECOVERY);
     // oha's CSV has answers only: for the transport errors, a second run read
     // from oha's summary (not when the host broke: it would see a dead host).
     let clients_saw = match (&serving, scenario.ramp_up) {
@@ -426,38 +427,36 @@ fn mark_limit(
 /// host, each host started fresh for each scenario.
 pub fn measure_compare(run: &mut Run) -> Result<()> {
     let cores = run.report.machine.cores;
-    let all: Vec<(&Function, Scenario)> = run
-        .plan
-        .functions
+    let functions = run.plan.functions.clone();
+    let all: Vec<(&Function, Scenario)> = functions
         .iter()
         .flat_map(|f| {
             scenarios(f, cores, run.plan.quick)
                 .into_iter()
-                .map(move |s| (*f, s))
+                .map(move |s| (f, s))
         })
         .collect();
-    // (scenario, host, the native sha1 without SHA instructions instead of the host's server)
-    let mut targets: Vec<(usize, HostKind, bool)> = Vec::new();
+    // (scenario, host, a native variant of the benchmark file instead of the host's server)
+    let mut targets: Vec<(usize, HostKind, Option<&Variant>)> = Vec::new();
     for (i, (f, _)) in all.iter().enumerate() {
-        targets.extend(run.plan.hosts.iter().map(|h| (i, *h, false)));
-        if f.name == "sha1" && run.plan.has_host(HostKind::Native) {
-            targets.push((i, HostKind::Native, true));
+        targets.extend(run.plan.hosts.iter().map(|h| (i, *h, None)));
+        if run.plan.has_host(HostKind::Native) {
+            let variants = f.spec.native.iter().flat_map(|n| &n.variants);
+            targets.extend(variants.map(|v| (i, HostKind::Native, Some(v))));
         }
     }
     let bar = run.progress("load", targets.len());
-    for (i, kind, soft) in targets {
+    for (i, kind, variant) in targets {
         let (f, scenario) = (all[i].0, &all[i].1);
-        let soft = soft.then(|| run.paths.soft_sha1_binary());
-        let host = if soft.is_some() {
-            "native-soft-sha".to_string()
-        } else {
-            kind.name().to_string()
+        let host = match variant {
+            Some(v) => v.host.clone(),
+            None => kind.name().to_string(),
         };
         bar.set_message(format!("{} ({} users) on {host}", f.name, scenario.users));
         let target = Target {
             f,
             kind,
-            soft: soft.as_deref(),
+            variant,
             host: &host,
             scenario,
         };
@@ -465,7 +464,7 @@ pub fn measure_compare(run: &mut Run) -> Result<()> {
             Ok(metrics) => metrics,
             Err(Skip(why)) => vec![
                 metric(
-                    f.name,
+                    &f.name,
                     &host,
                     scenario,
                     "throughput",
@@ -497,8 +496,8 @@ impl From<anyhow::Error> for Skip {
 struct Target<'a> {
     f: &'a Function,
     kind: HostKind,
-    /// The native sha1 without SHA instructions, instead of `kind`'s server.
-    soft: Option<&'a Path>,
+    /// A native variant of the benchmark file, instead of `kind`'s server.
+    variant: Option<&'a Variant>,
     host: &'a str,
     scenario: &'a Scenario,
 }
@@ -512,15 +511,13 @@ fn load_target(paths: &Paths, plan: &Plan, t: &Target, cores: usize) -> Result<V
     let mut cmd =
         hosts::command(t.kind, t.f, paths, &Cache::Dir(paths.cache_dir()), addr).map_err(Skip)?;
     hosts::allow_concurrency(&mut cmd, t.kind, t.scenario.users).map_err(Skip)?;
-    if let Some(soft) = t.soft {
-        let bin = ensure_soft_sha1(paths, plan).map_err(Skip)?;
-        debug_assert_eq!(bin, soft);
-        cmd = Command::new(bin);
-        cmd.arg("--listen").arg(addr.to_string());
+    if let Some(variant) = t.variant {
+        ensure_variant(paths, plan, variant).map_err(Skip)?;
+        cmd = hosts::native_command(&variant.command, addr).map_err(Skip)?;
     }
     let body = body_file(&paths.work, t.f, t.scenario)?;
     let label = format!("load-{}-{}-{}", t.f.name, t.scenario.users, t.host);
-    let (server, _) = Server::start(cmd, addr, &(t.f.probe)(), &label)?;
+    let (server, _) = Server::start(cmd, addr, &t.f.probe(), &label)?;
     Ok(load_server(
         &server,
         t.f,
@@ -532,38 +529,32 @@ fn load_target(paths: &Paths, plan: &Plan, t: &Target, cores: usize) -> Result<V
     )?)
 }
 
-/// The native sha1 built with RustCrypto's portable backend (`--cfg sha1_backend="soft"`),
-/// so native's figure without SHA instructions sits beside wasm's. Built on first use
-/// into its own target dir (not in `--quick`: it takes a minute).
-fn ensure_soft_sha1(paths: &Paths, plan: &Plan) -> Result<PathBuf, String> {
-    let bin = paths.soft_sha1_binary();
-    if bin.is_file() {
-        return Ok(bin);
+/// A native variant's program, built on first use by the benchmark file's
+/// `build` command (not in `--quick`: a build takes minutes).
+fn ensure_variant(paths: &Paths, plan: &Plan, variant: &Variant) -> Result<(), String> {
+    let program = &variant.command.program;
+    if program.is_file() {
+        return Ok(());
     }
-    let build = "RUSTFLAGS='--cfg sha1_backend=\"soft\"' cargo build --release -p sha1-blocks --bin sha1-native --target-dir target/sha1-soft";
+    let Some(build) = &variant.build else {
+        return Err(format!(
+            "{} not found (and no build command)",
+            program.display()
+        ));
+    };
     if plan.quick {
         return Err(format!("not built (--quick does not build it): {build}"));
     }
-    eprintln!("building the native sha1 without SHA instructions: {build}");
-    let status = Command::new("cargo")
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "sha1-blocks",
-            "--bin",
-            "sha1-native",
-            "--target-dir",
-        ])
-        .arg(paths.root.join("target/sha1-soft"))
-        .env("RUSTFLAGS", "--cfg sha1_backend=\"soft\"")
+    eprintln!("building {}: {build}", variant.host);
+    let status = Command::new("sh")
+        .args(["-c", build])
         .current_dir(&paths.root)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .map_err(|e| format!("running cargo: {e}"))?;
-    if status.success() && bin.is_file() {
-        Ok(bin)
+        .map_err(|e| format!("running sh: {e}"))?;
+    if status.success() && program.is_file() {
+        Ok(())
     } else {
         Err(format!("build failed ({status}): {build}"))
     }
@@ -574,8 +565,11 @@ pub struct LoadArgs {
     /// Base URL of a running host serving the function set, e.g. http://my-app.example.com
     #[arg(long)]
     pub url: String,
-    /// Functions to load (comma-separated).
-    #[arg(long, value_delimiter = ',', default_values = ["hello", "echo", "cpu", "io", "suntimes", "sha1"])]
+    /// The benchmark file whose load scenarios are run (or a directory holding spinbench.toml).
+    #[arg(short = 'f', long = "from", default_value = crate::benchfile::DEFAULT_FILE)]
+    pub from: PathBuf,
+    /// Functions (the file's component ids) to load, comma-separated [default: every one in the file].
+    #[arg(long, value_delimiter = ',')]
     pub functions: Vec<String>,
     /// Seconds per scenario (after its warm-up).
     #[arg(long, default_value_t = 10.0)]
@@ -597,7 +591,7 @@ pub fn main(args: LoadArgs) -> Result<()> {
     let started = Instant::now();
     let base = args.url.trim_end_matches('/').to_string();
     let compare_args = super::CompareArgs {
-        manifest: "spin.toml".into(),
+        from: args.from.clone(),
         functions: args.functions.clone(),
         hosts: vec!["native".into()],
         measurements: vec![MEASUREMENT.into()],
@@ -606,9 +600,11 @@ pub fn main(args: LoadArgs) -> Result<()> {
         runs: 1,
         quick: args.quick,
         results_dir: args.results_dir.clone(),
+        keep: Default::default(),
         command_hosts: Vec::new(),
     };
-    let plan = Plan::from_args(&compare_args)?;
+    let file = crate::benchfile::BenchFile::load(&args.from)?;
+    let plan = Plan::from_args(&compare_args, super::functions(&file)?)?;
     let mut report = crate::report::Report::new(std::env::args().collect(), &plan);
     report.plan.hosts = vec!["remote"];
     let cores = args.cores.unwrap_or(report.machine.cores);
@@ -617,7 +613,7 @@ pub fn main(args: LoadArgs) -> Result<()> {
     for f in &plan.functions {
         for scenario in scenarios(f, cores, plan.quick) {
             eprintln!("load: {} against {base}", scenario.describe());
-            let m = |name, unit, better| metric(f.name, "remote", &scenario, name, unit, better);
+            let m = |name, unit, better| metric(&f.name, "remote", &scenario, name, unit, better);
             let ready = match scenario.skip {
                 Some(why) => Err(why.to_string()),
                 None => check_open_files(&scenario),
@@ -632,7 +628,7 @@ pub fn main(args: LoadArgs) -> Result<()> {
             };
             match result {
                 Ok(outcome) => {
-                    let (out, hit) = outcome_metrics(f.name, "remote", &scenario, outcome, cores);
+                    let (out, hit) = outcome_metrics(&f.name, "remote", &scenario, outcome, cores);
                     let out = match hit {
                         // Not our host: whether it still serves is not checked.
                         Some(hit) => mark_limit(out, &hit.what, None, hit.clients_saw),
@@ -666,8 +662,11 @@ mod tests {
             "statusCodeDistribution":{"200":1990,"500":2},"errorDistribution":{"aborted due to deadline":8,"connection reset":1}}"#,
         )
         .unwrap();
-        let f = super::super::function("hello").unwrap();
-        let s = &scenarios(f, 2, true)[0];
+        let f = super::super::scenarios::tests::function(
+            "[[component]]\nid = \"hello\"\nprobe = { path = \"/hello\" }\n[[component.load]]\nusers = 10\n[[component.load]]\nusers = 10000\nrequest = { path = \"/io?ms=1000\" }\n",
+            "hello",
+        );
+        let s = &scenarios(&f, 2, true)[0];
         let metrics = figure_metrics("hello", "wasm", s, &Figures::from(&r), 2);
         let value = |name| {
             metrics
@@ -680,8 +679,8 @@ mod tests {
         assert_eq!(value("latency_p95"), Some(1.5));
         assert_eq!(value("latency_max"), Some(4.0));
         assert_eq!(value("errors"), Some(3.0));
-        assert!(metrics.iter().all(|m| m.k.is_none()));
-        let io = &scenarios(super::super::function("io").unwrap(), 2, false)[1];
+        assert!(metrics.iter().all(|m| m.k == Some(10)));
+        let io = &scenarios(&f, 2, false)[1];
         let m = metric("io", "wasm", io, "throughput", "req/s", Better::Higher);
         assert_eq!(m.k, Some(10_000));
         assert!(

@@ -1,5 +1,6 @@
 //! Memory: each host's idle footprint, and what one more concurrently live
-//! instance costs. K `/io` requests are held in flight (each keeps an instance, a
+//! instance costs. K requests are held in flight (the benchmark file's `memory.hold`,
+//! io's `/io?ms=30000` in this repository) (each keeps an instance, a
 //! task, or a whole process alive), and the server's RSS and PSS growth is divided
 //! by K. PSS splits shared pages between the processes mapping them, so for the
 //! process-per-request model the sum of PSS over the K processes is the fair cost.
@@ -22,8 +23,6 @@ use std::time::Duration;
 const MEASUREMENT: &str = "memory";
 /// Requests answered before the idle reading, so lazily touched pages are counted.
 const WARM_REQUESTS: usize = 20;
-/// How long held requests wait in the server: far longer than the measurement.
-const HOLD_MS: u64 = 30_000;
 /// How long a host that could not hold K requests gets to answer the probe
 /// again before it counts as broken rather than full.
 const RECOVERY: Duration = Duration::from_secs(10);
@@ -31,8 +30,12 @@ const RECOVERY: Duration = Duration::from_secs(10);
 pub fn measure(run: &mut Run) -> Result<()> {
     let functions = run.plan.functions.clone();
     let hosts = run.plan.hosts.clone();
-    let io = functions.iter().find(|f| f.name == "io").copied();
-    let per_instance_steps = if io.is_some() {
+    // The function whose benchmark-file entry holds requests open (`memory.hold`).
+    let holder = functions
+        .iter()
+        .find(|f| f.spec.memory_hold.is_some())
+        .cloned();
+    let per_instance_steps = if holder.is_some() {
         run.plan.ks.len() * (hosts.len() + usize::from(run.plan.has_host(HostKind::Native)))
     } else {
         0
@@ -47,22 +50,34 @@ pub fn measure(run: &mut Run) -> Result<()> {
             bar.inc(1);
         }
     }
-    if let Some(io) = io {
+    if let Some(f) = holder {
         for &k in &run.plan.ks.clone() {
             for kind in &hosts {
                 bar.set_message(format!("K={k} on {}", kind.name()));
-                let result = per_instance_one_server(run, io, *kind, k);
-                record_per_instance(run, kind.name(), k, result);
+                let result = per_instance_one_server(run, &f, *kind, k);
+                record_per_instance(run, &f.name, kind.name(), k, result);
                 bar.inc(1);
             }
             if run.plan.has_host(HostKind::Native) {
                 bar.set_message(format!("K={k} native processes"));
-                let result = per_instance_processes(run, io, k);
-                record_per_instance(run, "native-process", k, result);
+                let result = per_instance_processes(run, &f, k);
+                record_per_instance(run, &f.name, "native-process", k, result);
                 bar.inc(1);
             }
         }
-        record_fits(run);
+        record_fits(run, &f.name);
+    } else if let Some(f) = functions.first() {
+        let m = Metric::new(
+            MEASUREMENT,
+            &f.name,
+            "wasm",
+            "pss_per_instance_fit",
+            "bytes",
+            Better::Lower,
+        );
+        run.record(
+            m.skipped("no function of the benchmark file holds requests open (memory.hold)"),
+        );
     }
     bar.finish_and_clear();
     Ok(())
@@ -71,7 +86,7 @@ pub fn measure(run: &mut Run) -> Result<()> {
 /// One figure per host from all K: the least-squares slope of total PSS growth
 /// against K. A single K's growth / K is noisy at small K (growth below a page
 /// rounds to zero) and carries fixed costs; the slope is the marginal instance.
-fn record_fits(run: &mut Run) {
+fn record_fits(run: &mut Run, function: &str) {
     let per_k: Vec<(String, f64, f64)> = run
         .report
         .metrics_of(MEASUREMENT)
@@ -94,7 +109,7 @@ fn record_fits(run: &mut Run) {
     for (host, slope) in fits {
         let m = Metric::new(
             MEASUREMENT,
-            "io",
+            function,
             &host,
             "pss_per_instance_fit",
             "bytes",
@@ -116,10 +131,9 @@ fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server,
         &Cache::Dir(run.paths.cache_dir()),
         addr,
     )?;
-    let (server, _) =
-        Server::start(cmd, addr, &(f.probe)(), label).map_err(|e| format!("{e:#}"))?;
+    let (server, _) = Server::start(cmd, addr, &f.probe(), label).map_err(|e| format!("{e:#}"))?;
     for _ in 0..WARM_REQUESTS {
-        http::call(server.addr, &(f.probe)(), Duration::from_secs(10))
+        http::call(server.addr, &f.probe(), Duration::from_secs(10))
             .map_err(|e| format!("warm-up: {e:#}"))?;
     }
     // Let the allocator and the runtime settle after the warm-up.
@@ -135,7 +149,7 @@ fn idle(run: &Run, f: &Function, kind: HostKind) -> Vec<Metric> {
         .map(|(name, kind_of)| {
             let m = Metric::new(
                 MEASUREMENT,
-                f.name,
+                &f.name,
                 kind.name(),
                 name,
                 "bytes",
@@ -152,14 +166,26 @@ fn idle(run: &Run, f: &Function, kind: HostKind) -> Vec<Metric> {
         .collect()
 }
 
-/// Opens `k` connections each carrying a `/io` request the server will hold;
+/// The request of `f` the server holds (the benchmark file's `memory.hold`).
+fn hold_request(f: &Function) -> Result<Request, String> {
+    f.spec
+        .memory_hold
+        .as_ref()
+        .map(Request::from)
+        .ok_or_else(|| format!("{} has no memory.hold request", f.name))
+}
+
+/// Opens `k` connections each carrying `request`, which the server holds;
 /// a connection that fails is counted by its error (the host's limit).
-fn hold(addr: std::net::SocketAddr, k: usize) -> (Vec<TcpStream>, BTreeMap<String, u64>) {
-    let request = Request::get(format!("/io?ms={HOLD_MS}"));
+fn hold(
+    addr: std::net::SocketAddr,
+    request: &Request,
+    k: usize,
+) -> (Vec<TcpStream>, BTreeMap<String, u64>) {
     let mut held = Vec::with_capacity(k);
     let mut failed = BTreeMap::new();
     for _ in 0..k {
-        match http::send(addr, &request, Duration::from_secs(10)) {
+        match http::send(addr, request, Duration::from_secs(10)) {
             Ok(stream) => held.push(stream),
             Err(e) => *failed.entry(error_kind(&e)).or_default() += 1,
         }
@@ -222,14 +248,15 @@ enum Held {
 /// K requests in flight on one server: (memory growth of its tree) / K.
 fn per_instance_one_server(
     run: &Run,
-    io: &Function,
+    f: &Function,
     kind: HostKind,
     k: usize,
 ) -> Result<Held, String> {
-    let server = start(run, io, kind, &format!("k{k}-{}", kind.name()))?;
+    let request = hold_request(f)?;
+    let server = start(run, f, kind, &format!("k{k}-{}", kind.name()))?;
     let tree_memory = || procfs::tree_memory(server.pid()).map_err(|e| format!("{e:#}"));
     let before = tree_memory()?;
-    let (held, refused) = hold(server.addr, k);
+    let (held, refused) = hold(server.addr, &request, k);
     settle(k);
     let during = tree_memory()?;
     let (in_flight, mut clients_saw) = answered_early(held);
@@ -241,7 +268,7 @@ fn per_instance_one_server(
             held: in_flight,
             clients_saw,
         };
-        return match server.still_serves(&(io.probe)(), RECOVERY) {
+        return match server.still_serves(&f.probe(), RECOVERY) {
             Ok(()) => Ok(limit),
             Err(broke) => Err(format!(
                 "failed: {in_flight} of {k} held requests stayed in flight, then {broke}"
@@ -264,15 +291,15 @@ fn per_instance_one_server(
 }
 
 /// K native processes, each with one request in flight: total memory / K.
-fn per_instance_processes(run: &Run, io: &Function, k: usize) -> Result<Held, String> {
+fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Held, String> {
+    let request = hold_request(f)?;
     let mut servers = Vec::with_capacity(k);
     let mut held = Vec::with_capacity(k);
     for i in 0..k {
         let addr = hosts::free_addr().map_err(|e| e.to_string())?;
-        let cmd = hosts::command(HostKind::Native, io, &run.paths, &Cache::Off, addr)?;
-        let (server, _) = Server::start(cmd, addr, &(io.probe)(), &format!("k{k}-process-{i}"))
+        let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
+        let (server, _) = Server::start(cmd, addr, &f.probe(), &format!("k{k}-process-{i}"))
             .map_err(|e| format!("{e:#}"))?;
-        let request = Request::get(format!("/io?ms={HOLD_MS}"));
         held.push(
             http::send(server.addr, &request, Duration::from_secs(10))
                 .map_err(|e| format!("held request {i}: {e:#}"))?,
@@ -303,8 +330,15 @@ fn per_instance_processes(run: &Run, io: &Function, k: usize) -> Result<Held, St
     })
 }
 
-fn record_per_instance(run: &mut Run, host: &str, k: usize, result: Result<Held, String>) {
-    let metric = |name, unit, better| Metric::new(MEASUREMENT, "io", host, name, unit, better).k(k);
+fn record_per_instance(
+    run: &mut Run,
+    function: &str,
+    host: &str,
+    k: usize,
+    result: Result<Held, String>,
+) {
+    let metric =
+        |name, unit, better| Metric::new(MEASUREMENT, function, host, name, unit, better).k(k);
     let per_instance = |name| metric(name, "bytes", Better::Lower);
     let held = metric("live_requests_held", "count", Better::Higher);
     let metrics = match result {

@@ -11,10 +11,13 @@ pub mod instance_cold_start;
 pub mod load;
 pub mod memory;
 pub mod oha;
+pub mod plain;
 pub mod process_cold_start;
 pub mod scenarios;
 pub mod tree;
 
+use crate::benchfile::{BenchFile, Component, Native};
+use crate::manifest::Manifest;
 use crate::report::{Metric, Report};
 use anyhow::{Context, Result, bail};
 use hosts::{CommandHost, HostKind};
@@ -35,11 +38,11 @@ pub const MEASUREMENTS: [&str; 6] = [
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The Spin manifest whose components are compared: a file, or a directory holding spin.toml.
-    #[arg(short = 'f', long = "from", visible_alias = "manifest", alias = "file", default_value = crate::manifest::DEFAULT_FILE)]
-    pub manifest: PathBuf,
-    /// Functions to measure (comma-separated): hello, echo, cpu, io, suntimes, sha1.
-    #[arg(long, value_delimiter = ',', default_values = ["hello", "echo", "cpu", "io", "suntimes", "sha1"])]
+    /// The benchmark file (or a directory holding spinbench.toml): the app's manifest, and what to measure of which component.
+    #[arg(short = 'f', long = "from", default_value = crate::benchfile::DEFAULT_FILE)]
+    pub from: PathBuf,
+    /// Functions (the file's component ids) to measure, comma-separated [default: every one in the file].
+    #[arg(long, value_delimiter = ',')]
     pub functions: Vec<String>,
     /// Hosts to compare (comma-separated): native, wasm, wasm-p3, spin, wasmtime-serve, wasmtime-serve-tuned (Spin's pool settings), or a --command-host's name. Absent ones are skipped.
     #[arg(long, value_delimiter = ',', default_values = ["native", "wasm", "wasm-p3", "spin", "wasmtime-serve", "wasmtime-serve-tuned"])]
@@ -59,91 +62,88 @@ pub struct CompareArgs {
     /// Process starts per host for the process cold start.
     #[arg(long, default_value_t = 20)]
     pub runs: usize,
-    /// A run under a minute: 1 s loads, 100 samples, 5 starts, K up to 100, no 10,000-user io load.
+    /// A run under a minute: 1 s loads, 100 samples, 5 starts, K up to 100, the file's quick scenarios.
     #[arg(long)]
     pub quick: bool,
     /// Where `<timestamp>/report.json` and friends are written.
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
+    #[command(flatten)]
+    pub keep: crate::report::keep::KeepArgs,
 }
 
-/// One function of the set, and the canned request every host gets for it.
+/// One component of the benchmark file, with where the manifests put it.
+#[derive(Debug, Clone)]
 pub struct Function {
-    pub name: &'static str,
-    /// Cargo package (the `.wasm` is named after it).
-    pub package: &'static str,
-    pub route: &'static str,
+    /// The component id, the report's `function`.
+    pub name: String,
+    /// What the benchmark file says about it.
+    pub spec: Component,
+    /// Its route in the manifest.
+    pub route: String,
+    /// Its `.wasm` (the manifest's `source`).
+    pub wasm: PathBuf,
+    /// Its WASIp3 build, if the file names a WASIp3 manifest that has it.
+    pub p3_wasm: Result<PathBuf, String>,
+}
+
+impl Function {
     /// The cheapest meaningful request: readiness probe and cold-start request.
-    pub probe: fn() -> Request,
-}
+    pub fn probe(&self) -> Request {
+        Request::from(&self.spec.probe)
+    }
 
-pub const ECHO_BODY: &str = r#"{"FirstName":"John","LastName":"Doe","Age":33}"#;
-pub const SUNTIMES_QUERY: &str = "/suntimes?lat=51.5&lon=-0.12&date=2024-06-21&tz=Europe/London";
-
-pub static FUNCTIONS: [Function; 6] = [
-    Function {
-        name: "hello",
-        package: "hello",
-        route: "/hello",
-        probe: || Request::get("/hello"),
-    },
-    Function {
-        name: "echo",
-        package: "echo",
-        route: "/echo",
-        probe: echo_request,
-    },
-    Function {
-        name: "cpu",
-        package: "cpu",
-        route: "/cpu",
-        probe: || Request::get("/cpu?ms=0"),
-    },
-    Function {
-        name: "io",
-        package: "io",
-        route: "/io",
-        probe: || Request::get("/io?ms=0"),
-    },
-    Function {
-        name: "suntimes",
-        package: "suntimes",
-        route: "/suntimes",
-        probe: || Request::get(SUNTIMES_QUERY),
-    },
-    Function {
-        name: "sha1",
-        package: "sha1-blocks",
-        route: "/sha1",
-        probe: sha1_small_request,
-    },
-];
-
-fn echo_request() -> Request {
-    Request {
-        method: "POST",
-        target: "/echo".into(),
-        content_type: Some("application/json"),
-        body: ECHO_BODY.into(),
+    /// The native server, or why there is none.
+    pub fn native(&self) -> Result<&Native, String> {
+        self.spec.native.as_ref().ok_or_else(|| {
+            format!(
+                "no native command for {:?} in the benchmark file",
+                self.name
+            )
+        })
     }
 }
 
-fn sha1_small_request() -> Request {
-    Request {
-        method: "POST",
-        target: "/sha1".into(),
-        content_type: Some("application/octet-stream"),
-        body: vec![0x5a; 4096],
-    }
-}
-
-pub fn function(name: &str) -> Option<&'static Function> {
-    FUNCTIONS.iter().find(|f| f.name == name)
+/// Every component of `file`, with routes and sources from its manifests.
+pub fn functions(file: &BenchFile) -> Result<Vec<Function>> {
+    let manifest = Manifest::load(&file.manifest)?;
+    file.check_against(&manifest)
+        .with_context(|| format!("benchmark file for {}", file.manifest.display()))?;
+    let p3 = match &file.p3_manifest {
+        Some(path) => Ok(Manifest::load(path)?),
+        None => Err("no p3_manifest in the benchmark file".to_string()),
+    };
+    file.components
+        .iter()
+        .map(|c| {
+            let route = manifest
+                .http_routes()
+                .into_iter()
+                .find(|t| t.component == c.id)
+                .map(|t| t.route)
+                .with_context(|| format!("component {:?} has no [[trigger.http]] route", c.id))?;
+            let p3_wasm = p3.as_ref().map_err(Clone::clone).and_then(|m| {
+                m.component
+                    .get(&c.id)
+                    .and_then(|comp| m.source_path(comp))
+                    .ok_or_else(|| format!("{:?} is not in the WASIp3 manifest", c.id))
+            });
+            Ok(Function {
+                name: c.id.clone(),
+                spec: c.clone(),
+                route,
+                wasm: manifest
+                    .source_path(&manifest.component[&c.id])
+                    .with_context(|| format!("component {:?} has no local source", c.id))?,
+                p3_wasm,
+            })
+        })
+        .collect()
 }
 
 /// Where things are: the built artifacts, the runner, and the run's scratch space.
 pub struct Paths {
-    /// The workspace root (the manifest's directory).
+    /// The benchmark file's directory: build commands run there.
     pub root: PathBuf,
     /// The `spinbench` binary that serves components (this one).
     pub runner: PathBuf,
@@ -152,13 +152,9 @@ pub struct Paths {
 }
 
 impl Paths {
-    pub fn new(manifest: &Path) -> Result<Paths> {
-        let manifest = std::fs::canonicalize(manifest)
-            .with_context(|| format!("manifest {}", manifest.display()))?;
-        let root = manifest
-            .parent()
-            .context("manifest has no directory")?
-            .to_path_buf();
+    pub fn new(file: &BenchFile) -> Result<Paths> {
+        let root = std::fs::canonicalize(&file.dir)
+            .with_context(|| format!("directory {}", file.dir.display()))?;
         let work = std::env::temp_dir().join(format!("spinbench-compare-{}", std::process::id()));
         std::fs::create_dir_all(&work)?;
         Ok(Paths {
@@ -168,34 +164,32 @@ impl Paths {
         })
     }
 
-    pub fn native_binary(&self, f: &Function) -> PathBuf {
-        self.root
-            .join("target/release")
-            .join(format!("{}-native", f.name))
-    }
-
-    /// The native binary built with RustCrypto's portable SHA-1 (no SHA instructions).
-    pub fn soft_sha1_binary(&self) -> PathBuf {
-        self.root.join("target/sha1-soft/release/sha1-native")
-    }
-
-    pub fn wasm_file(&self, f: &Function) -> PathBuf {
-        self.root
-            .join("target/wasm32-wasip2/release")
-            .join(format!("{}.wasm", f.package.replace('-', "_")))
-    }
-
     /// A manifest serving `f` alone, so the runner (and Spin) load one component,
     /// like the native binary serves one function.
     pub fn function_manifest(&self, f: &Function) -> Result<PathBuf> {
-        let path = self.work.join(format!("{}.spin.toml", f.name));
+        self.one_component_manifest(f, &f.wasm, "spin.toml")
+    }
+
+    /// The same for `f`'s WASIp3 build.
+    pub fn p3_function_manifest(&self, f: &Function) -> Result<PathBuf> {
+        let wasm = f.p3_wasm.clone().map_err(anyhow::Error::msg)?;
+        self.one_component_manifest(f, &wasm, "p3.spin.toml")
+    }
+
+    fn one_component_manifest(&self, f: &Function, wasm: &Path, suffix: &str) -> Result<PathBuf> {
+        if !wasm.is_file() {
+            bail!("{} not found (build it first)", wasm.display());
+        }
+        // The manifest is written elsewhere: its source must not be relative.
+        let wasm = std::fs::canonicalize(wasm)?;
+        let path = self.work.join(format!("{}.{suffix}", f.name));
         let toml = format!(
             "spin_manifest_version = 2\n\n[application]\nname = \"spinbench-{name}\"\nversion = \"0.1.0\"\n\n\
-             [[trigger.http]]\nroute = \"{route}\"\ncomponent = \"{name}\"\n\n\
-             [component.{name}]\nsource = {source:?}\nallowed_outbound_hosts = []\n",
+             [[trigger.http]]\nroute = {route:?}\ncomponent = {name:?}\n\n\
+             [component.{name:?}]\nsource = {source:?}\nallowed_outbound_hosts = []\n",
             name = f.name,
             route = f.route,
-            source = self.wasm_file(f).display().to_string(),
+            source = wasm.display().to_string(),
         );
         std::fs::write(&path, toml).with_context(|| format!("writing {}", path.display()))?;
         Ok(path)
@@ -215,7 +209,7 @@ impl Drop for Paths {
 
 /// What this run does: the options resolved, `--quick` applied.
 pub struct Plan {
-    pub functions: Vec<&'static Function>,
+    pub functions: Vec<Function>,
     pub hosts: Vec<HostKind>,
     pub measurements: Vec<String>,
     pub load_duration: Duration,
@@ -228,12 +222,21 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn from_args(args: &CompareArgs) -> Result<Plan> {
-        let functions = args
-            .functions
-            .iter()
-            .map(|n| function(n).with_context(|| format!("unknown function {n:?}")))
-            .collect::<Result<Vec<_>>>()?;
+    /// `all` is every function of the benchmark file; `--functions` picks among them.
+    pub fn from_args(args: &CompareArgs, all: Vec<Function>) -> Result<Plan> {
+        let functions = if args.functions.is_empty() {
+            all
+        } else {
+            args.functions
+                .iter()
+                .map(|n| {
+                    all.iter().find(|f| &f.name == n).cloned().with_context(|| {
+                        let names: Vec<&str> = all.iter().map(|f| f.name.as_str()).collect();
+                        format!("unknown function {n:?} (the file has {})", names.join(", "))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
         let hosts = hosts(args)?;
         for m in &args.measurements {
             if !MEASUREMENTS.contains(&m.as_str()) {
@@ -343,8 +346,10 @@ impl Run {
 /// `spinbench compare`: runs the plan and writes the report; prints where it is.
 pub fn main(args: CompareArgs) -> Result<()> {
     let started = Instant::now();
-    let plan = Plan::from_args(&args)?;
-    let paths = Paths::new(&crate::manifest::resolve_path(&args.manifest))?;
+    let baseline = args.keep.read_baseline()?;
+    let file = BenchFile::load(&args.from)?;
+    let plan = Plan::from_args(&args, functions(&file)?)?;
+    let paths = Paths::new(&file)?;
     let out_dir = args.results_dir.join(crate::report::timestamp());
     let report = Report::new(std::env::args().collect(), &plan);
     let mut run = Run {
@@ -370,7 +375,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
         println!("wrote {}", path.display());
     }
     println!("report: {}", out_dir.join("report.json").display());
-    Ok(())
+    crate::report::keep::keep(&run.report, &args.keep, baseline.as_ref())
 }
 
 fn measure_all(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {

@@ -122,9 +122,9 @@ fn command(
         "-z",
         &format!("{}ms", run_for.as_millis()),
     ]);
-    cmd.args(["-m", scenario.request.method]);
-    if let Some(ct) = scenario.request.content_type {
-        cmd.args(["-T", ct]);
+    cmd.args(["-m", &scenario.request.method]);
+    for (name, value) in &scenario.request.headers {
+        cmd.arg("-H").arg(format!("{name}: {value}"));
     }
     if let Some(file) = body {
         cmd.arg("-D").arg(file);

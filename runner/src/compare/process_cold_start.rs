@@ -38,8 +38,8 @@ pub fn measure(run: &mut Run) -> Result<()> {
             } else {
                 run.plan.runs
             };
-            let metric = Metric::new(MEASUREMENT, f.name, host, "first_200", "ms", Better::Lower);
-            let metric = match starts(run, f, kind, warm, runs) {
+            let metric = Metric::new(MEASUREMENT, &f.name, host, "first_200", "ms", Better::Lower);
+            let metric = match starts(run, &f, kind, warm, runs) {
                 Ok(samples) => metric.samples(samples),
                 Err(why) => metric.skipped(why),
             };
@@ -87,7 +87,7 @@ fn start_once(run: &Run, f: &Function, kind: HostKind, cache: &Cache) -> Result<
     let addr = hosts::free_addr()?;
     let cmd = hosts::command(kind, f, &run.paths, cache, addr).map_err(anyhow::Error::msg)?;
     let label = format!("start-{}-{}", f.name, kind.name());
-    let (server, took) = Server::start(cmd, addr, &(f.probe)(), &label)?;
+    let (server, took) = Server::start(cmd, addr, &f.probe(), &label)?;
     drop(server);
     Ok(took)
 }

@@ -2,8 +2,9 @@
 //! the run is read from oha's summary or in steady state from its per-request
 //! timeline (`oha`).
 
+use super::Function;
 use super::http::Request;
-use super::{ECHO_BODY, Function, SUNTIMES_QUERY};
+use crate::benchfile::Throughput;
 use crate::rlimit;
 use std::time::Duration;
 
@@ -27,17 +28,21 @@ pub struct Scenario {
     pub k: Option<usize>,
     /// Why this scenario does not run in this plan, if it does not.
     pub skip: Option<&'static str>,
+    /// The most it can do, in req/s, when its requests wait.
+    pub ceiling: Option<f64>,
 }
 
 impl Scenario {
     pub fn describe(&self) -> String {
         format!(
-            "{} users, {} {}{}{}",
+            "{} users, {} {}{}{}{}",
             self.users,
             self.request.method,
             self.request.target,
             self.mb_per_request
                 .map_or(String::new(), |mb| format!(" ({mb:.0} MB body)")),
+            self.ceiling
+                .map_or(String::new(), |c| format!(", ceiling {c:.0} req/s")),
             if self.ramp_up.is_some() {
                 ", steady state (requests in flight at the window's edges counted pro rata)"
             } else {
@@ -47,83 +52,38 @@ impl Scenario {
     }
 }
 
-/// The 10,000-user io scenario is left out of `--quick`: with its ramp-up it
-/// takes ~20 s per host, and a quick run stays under a minute.
-pub const FULL_RUNS_ONLY: &str = "full runs only (--quick runs the 100-user io scenario)";
+/// Why a scenario with `quick = false` in the benchmark file does not run in `--quick`.
+pub const FULL_RUNS_ONLY: &str = "full runs only (quick = false in the benchmark file)";
 
-/// The seeds' scenarios of `f`, sized for this machine (and smaller for `--quick`).
+/// The load scenarios of `f` from the benchmark file, sized for this machine
+/// (their quick shape for `--quick`).
 pub fn scenarios(f: &Function, cores: usize, quick: bool) -> Vec<Scenario> {
-    let plain = |users, request| Scenario {
-        users,
-        request,
-        mb_per_request: None,
-        per_core: false,
-        ramp_up: None,
-        k: None,
-        skip: None,
-    };
-    // `users` users each waiting `ms`: the ceiling is users * 1000 / ms requests
-    // per second. Every user connects at once at the start; the ramp-up until
-    // they have their first answer back was measured at 2.1-2.3 s for 1,000
-    // users (the accept backlog overflows: some SYNs are retried after 1 s) and
-    // 3.3-5.6 s for 10,000 (99 % of them) on native and the runner, on this
-    // 2-core machine. `wasmtime serve`, which listens with a backlog of 100
-    // where tokio's servers use 1,024, took 11.5 s to 26 s: past the allowance
-    // it is reported as failed, with the reason.
-    let io = |users, ms, ramp_up| Scenario {
-        ramp_up: Some(ramp_up),
-        k: Some(users),
-        ..plain(users, Request::get(format!("/io?ms={ms}")))
-    };
-    let one = |s| vec![s];
-    match f.name {
-        "hello" => one(plain(10, Request::get("/hello"))),
-        "echo" => one(plain(
-            16,
-            Request {
-                method: "POST",
-                target: "/echo".into(),
-                content_type: Some("application/json"),
-                body: ECHO_BODY.into(),
-            },
-        )),
-        // Full speed: enough users to keep every core busy.
-        "suntimes" => one(plain(4 * cores, Request::get(SUNTIMES_QUERY))),
-        "cpu" => one(Scenario {
-            per_core: true,
-            ..plain(2 * cores, Request::get("/cpu?ms=1"))
-        }),
-        "io" if quick => vec![
-            io(100, 100, Duration::from_millis(300)),
+    // A function with several scenarios tells their rows apart by users (`k`).
+    let several = f.spec.load.len() > 1;
+    f.spec
+        .load
+        .iter()
+        .map(|load| {
+            let (shape, skip) = match (&load.quick, quick) {
+                (Some(shape), true) => (shape, None),
+                (None, true) => (&load.full, Some(FULL_RUNS_ONLY)),
+                (_, false) => (&load.full, None),
+            };
+            let users = shape.users.count(cores);
+            let request = Request::from(&shape.request);
             Scenario {
-                skip: Some(FULL_RUNS_ONLY),
-                ..io(10_000, 1000, Duration::from_secs(8))
-            },
-        ],
-        "io" => vec![
-            io(1_000, 1000, Duration::from_secs(3)),
-            io(10_000, 1000, Duration::from_secs(8)),
-        ],
-        "sha1" => {
-            let size: usize = if quick { 1 << 20 } else { 16 << 20 };
-            let body: Vec<u8> = (0..size)
-                .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3])
-                .collect();
-            one(Scenario {
-                mb_per_request: Some(size as f64 / 1e6),
-                ..plain(
-                    cores,
-                    Request {
-                        method: "POST",
-                        target: "/sha1".into(),
-                        content_type: Some("application/octet-stream"),
-                        body,
-                    },
-                )
-            })
-        }
-        other => one(plain(1, Request::get(format!("/{other}")))),
-    }
+                users,
+                mb_per_request: (load.throughput == Throughput::Bytes)
+                    .then(|| request.body.len() as f64 / 1e6),
+                request,
+                per_core: load.per_core,
+                ramp_up: shape.ramp_up,
+                k: several.then_some(users),
+                skip,
+                ceiling: load.ceiling,
+            }
+        })
+        .collect()
 }
 
 /// Whether this process (and so oha and the server, its children) may open a
@@ -141,32 +101,81 @@ pub fn check_open_files(scenario: &Scenario) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
+    use crate::benchfile::BenchFile;
+    use std::path::PathBuf;
+
+    /// A function of the benchmark file `text`, without manifests.
+    pub fn function(text: &str, id: &str) -> Function {
+        let file = BenchFile::parse(text, PathBuf::from("/app")).unwrap();
+        Function {
+            name: id.into(),
+            spec: file.component(id).unwrap().clone(),
+            route: "/".into(),
+            wasm: "/app/x.wasm".into(),
+            p3_wasm: Err("none".into()),
+        }
+    }
+
+    const WAITS: &str = r#"
+[[component]]
+id = "wait"
+probe = { path = "/wait?ms=0" }
+[[component.load]]
+users = 1000
+request = { path = "/wait?ms=1000" }
+ceiling = 1000
+steady_state = { ramp_up = "3s" }
+quick = { users = 100, request = { path = "/wait?ms=100" }, ramp_up = "300ms" }
+[[component.load]]
+users = "5*cores"
+request = { method = "POST", path = "/wait?ms=1000", body_bytes = 2000000 }
+throughput = "bytes"
+per_core = true
+quick = false
+"#;
 
     #[test]
-    fn io_scenarios() {
-        let io = super::super::function("io").unwrap();
-        let full = scenarios(io, 2, false);
+    fn scenarios_come_from_the_benchmark_file() {
+        let f = function(WAITS, "wait");
+        let full = scenarios(&f, 2, false);
         let users: Vec<_> = full
             .iter()
-            .map(|s| (s.users, s.k, s.skip.is_some()))
+            .map(|s| (s.users, s.k, s.skip.is_some(), s.per_core))
             .collect();
         assert_eq!(
             users,
-            [(1000, Some(1000), false), (10_000, Some(10_000), false)]
+            [
+                (1000, Some(1000), false, false),
+                (10, Some(10), false, true)
+            ]
         );
-        assert!(
-            full.iter()
-                .all(|s| s.ramp_up.is_some() && s.request.target == "/io?ms=1000")
-        );
-        // --quick: the 10,000-user scenario is listed, as skipped.
-        let quick = scenarios(io, 2, true);
-        assert_eq!((quick[0].users, quick[0].skip), (100, None));
+        assert_eq!(full[0].ramp_up, Some(Duration::from_secs(3)));
+        assert_eq!(full[0].request.target, "/wait?ms=1000");
+        assert!(full[0].describe().contains("steady state"));
+        assert!(full[0].describe().contains("ceiling 1000 req/s"));
+        assert_eq!(full[1].mb_per_request, Some(2.0));
+        assert_eq!(full[1].request.method, "POST");
+        // --quick: the quick shape, and the full-runs-only scenario listed as skipped.
+        let quick = scenarios(&f, 2, true);
         assert_eq!(
-            (quick[1].users, quick[1].skip),
-            (10_000, Some(FULL_RUNS_ONLY))
+            (quick[0].users, quick[0].ramp_up, quick[0].skip),
+            (100, Some(Duration::from_millis(300)), None)
         );
-        assert!(full[1].describe().contains("steady state"));
+        assert_eq!(quick[0].request.target, "/wait?ms=100");
+        assert_eq!(quick[1].skip, Some(FULL_RUNS_ONLY));
+    }
+
+    #[test]
+    fn one_scenario_has_no_k() {
+        let f = function(
+            "[[component]]\nid = \"a\"\nprobe = { path = \"/a\" }\n[[component.load]]\nusers = 3\n",
+            "a",
+        );
+        let s = scenarios(&f, 2, false);
+        assert_eq!((s.len(), s[0].users, s[0].k), (1, 3, None));
+        assert_eq!(s[0].request.target, "/a");
+        assert!(s[0].ramp_up.is_none() && s[0].mb_per_request.is_none());
     }
 }

@@ -76,8 +76,8 @@ fn hosted(text: &str) -> Manifest {
 fn the_repo_manifests_are_hosted() {
     let manifest = hosted(REPO_MANIFEST);
     assert_eq!(manifest.application._name, "spinbench");
-    assert_eq!(manifest.http_routes().len(), 6);
-    assert_eq!(manifest.component.len(), 6);
+    assert_eq!(manifest.http_routes().len(), 7);
+    assert_eq!(manifest.component.len(), 7);
     let hello = &manifest.component["hello"];
     assert!(hello.allowed_outbound_hosts.is_empty());
     assert!(hello.build.as_ref().unwrap().commands()[0].contains("-p hello"));

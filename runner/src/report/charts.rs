@@ -201,7 +201,12 @@ fn memory_vs_k(path: &Path, metrics: &[&Metric]) -> Result<()> {
 }
 
 /// Grouped bars: per function, each host's median over native's.
-fn relative_bars(path: &Path, title: &str, functions: &[&str], metrics: &[&Metric]) -> Result<()> {
+fn relative_bars(
+    path: &Path,
+    title: &str,
+    functions: &[String],
+    metrics: &[&Metric],
+) -> Result<()> {
     let mut all_hosts: Vec<&str> = metrics
         .iter()
         .map(|m| m.host.as_str())

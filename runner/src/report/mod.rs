@@ -3,6 +3,9 @@
 //!
 //! # `report.json` schema (`"schema": "spinbench-report/1"`)
 //!
+//! As a JSON Schema: schema/report.schema.json (the e2e tests validate every
+//! report they produce against it).
+//!
 //! A change that renames or removes a field bumps the version; new fields may be added.
 //!
 //! ```text
@@ -17,7 +20,7 @@
 //!             "samples", "runs", "ks", "quick" },
 //!   "metrics": [ {
 //!       "measurement": "build_and_size" | "instance_cold_start" | "process_cold_start" | "memory" | "load",
-//!       "function": "hello" | "echo" | "cpu" | "io" | "suntimes" | "sha1",
+//!       "function": "<component id of the benchmark file>",
 //!       "host": "native" | "wasm" | "wasm-p3" | "spin" | "wasmtime-serve"
 //!             | "wasmtime-serve-tuned" // serving hosts (`wasmtime serve` with Spin's pool settings)
 //!             | "<name>"           // a --command-host
@@ -54,6 +57,8 @@
 //! scenarios, read in steady state, over the requests started in the window).
 
 pub mod charts;
+pub mod diff;
+pub mod keep;
 pub mod table;
 
 use crate::compare::Plan;
@@ -213,7 +218,7 @@ pub struct Versions {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanInfo {
-    pub functions: Vec<&'static str>,
+    pub functions: Vec<String>,
     pub hosts: Vec<&'static str>,
     pub measurements: Vec<String>,
     pub load_duration_s: f64,
@@ -269,7 +274,7 @@ impl Report {
                 wasmtime: tool_version("wasmtime"),
             },
             plan: PlanInfo {
-                functions: plan.functions.iter().map(|f| f.name).collect(),
+                functions: plan.functions.iter().map(|f| f.name.clone()).collect(),
                 hosts: plan.hosts.iter().map(|h| h.name()).collect(),
                 measurements: plan.measurements.clone(),
                 load_duration_s: plan.load_duration.as_secs_f64(),
@@ -431,8 +436,8 @@ mod tests {
     #[test]
     fn json_shape_is_stable() {
         let args = crate::compare::CompareArgs {
-            manifest: "spin.toml".into(),
-            functions: vec!["hello".into()],
+            from: "spinbench.toml".into(),
+            functions: vec![],
             hosts: vec!["native".into(), "wasm".into()],
             measurements: vec!["load".into()],
             duration: 1.0,
@@ -440,9 +445,10 @@ mod tests {
             runs: 2,
             quick: true,
             results_dir: "results".into(),
+            keep: Default::default(),
             command_hosts: Vec::new(),
         };
-        let plan = Plan::from_args(&args).unwrap();
+        let plan = Plan::from_args(&args, vec![]).unwrap();
         let mut report = Report::new(vec!["spinbench".into()], &plan);
         report.push(metric("native", 100.0));
         report.push(metric("wasm", 50.0));

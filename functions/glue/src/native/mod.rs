@@ -29,7 +29,21 @@ struct Server {
 
 /// Entry point of every `<name>-native` binary.
 pub fn main(endpoint: &'static Endpoint) -> ! {
-    let code = match options::parse(std::env::args().skip(1)) {
+    let mut args = std::env::args().skip(1).peekable();
+    // `--plain-calls` times the logic without HTTP (`crate::plain`); it takes
+    // its own arguments, none of the serving flags.
+    if args.peek().map(String::as_str) == Some("--plain-calls") {
+        args.next();
+        let code = match crate::plain::main(endpoint, args) {
+            Ok(()) => 0,
+            Err(error) => {
+                eprintln!("error: {error}");
+                2
+            }
+        };
+        std::process::exit(code)
+    }
+    let code = match options::parse(args) {
         Ok(options) => match run(endpoint, options) {
             Ok(()) => 0,
             Err(error) => {

@@ -17,7 +17,8 @@ const USAGE: &str = "usage: <name>-native [--listen 127.0.0.1:PORT] [--request-t
                          response the client does not read for this long is dropped [default: 10]
   --header-read-timeout  time to send a request head, also the idle keep-alive timeout [default: 10]
   --max-connections      connections served at once; more wait in the listen backlog [default: 16384]
-SECS is a number of seconds (0.5), or with a unit (500ms, 30s).";
+SECS is a number of seconds (0.5), or with a unit (500ms, 30s).
+   or: <name>-native --plain-calls ...  times the logic without HTTP (see glue's plain.rs)";
 
 /// Everything the command line sets.
 #[derive(Debug, Clone, Copy, PartialEq)]

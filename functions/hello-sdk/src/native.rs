@@ -1,0 +1,3 @@
+fn main() {
+    glue::native::main(&hello_sdk::ENDPOINT)
+}

@@ -1,0 +1,188 @@
+//! The benchmark file (spinbench.toml) is the one list of the function set:
+//! no list of its names is left in runner/ or tests/, and `compare -f` on
+//! another file measures what that file describes, reporting what cannot apply
+//! as skipped with the reason.
+
+mod support;
+
+use e2e::{artifact, functions, workspace_root};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where `text` lists three or more of `names`: on one line (an array, a
+/// default list), as `match` arms, or as path dependencies on their crates.
+fn lists_of_names(text: &str, names: &[&str]) -> Vec<String> {
+    let quoted = |line: &str| -> Vec<&str> {
+        names
+            .iter()
+            .copied()
+            .filter(|n| line.contains(&format!("\"{n}\"")))
+            .collect()
+    };
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if quoted(line).len() >= 3 {
+            found.push(format!("line {}: {}", i + 1, line.trim()));
+        }
+    }
+    let arms: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("=>"))
+        .flat_map(|l| {
+            let before = l.split("=>").next().unwrap_or("");
+            quoted(before)
+        })
+        .collect();
+    let mut distinct = arms.clone();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.len() >= 3 {
+        found.push(format!("match arms on {distinct:?}"));
+    }
+    let crates = text
+        .lines()
+        .filter(|l| l.contains("path = \"../functions/"))
+        .count();
+    if crates >= 3 {
+        found.push(format!("{crates} path dependencies on function crates"));
+    }
+    found
+}
+
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                source_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs" || e == "toml") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_detector_finds_lists_and_spares_single_names() {
+    let names = ["alpha", "beta", "gamma", "delta"];
+    let list = r#"const F: [&str; 4] = ["alpha", "beta", "gamma", "delta"];"#;
+    assert_eq!(lists_of_names(list, &names).len(), 1);
+    let arms = "match n {\n  \"alpha\" => 1,\n  \"beta\" => 2,\n  \"delta\" if q => 3,\n  _ => 0 }";
+    assert_eq!(lists_of_names(arms, &names).len(), 1);
+    let deps = "alpha = { path = \"../functions/alpha\" }\nbeta = { path = \"../functions/beta\" }\ngamma = { path = \"../functions/gamma\" }\n";
+    assert_eq!(lists_of_names(deps, &names).len(), 1);
+    let fine =
+        "case(\"alpha\", \"GET\", \"/alpha\", 200),\ncase(\"beta\", \"POST\", \"/beta\", 200),";
+    assert!(lists_of_names(fine, &names).is_empty());
+}
+
+#[test]
+fn no_list_of_the_functions_is_left_outside_the_benchmark_file() {
+    let names = functions();
+    assert!(names.len() >= 6, "{names:?}");
+    let root = workspace_root();
+    let mut files = Vec::new();
+    source_files(&root.join("runner"), &mut files);
+    source_files(&root.join("tests/src"), &mut files);
+    source_files(&root.join("tests/tests"), &mut files);
+    let mut offenders = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for place in lists_of_names(&text, names) {
+            offenders.push(format!("{}: {place}", file.display()));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "lists of the function set outside spinbench.toml:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// Runs `spinbench compare` with `args` and returns its report.
+fn compare(args: &[&str], label: &str) -> Value {
+    let results =
+        workspace_root().join(format!("target/e2e-results/{label}-{}", std::process::id()));
+    let output = Command::new(artifact("release/spinbench"))
+        .current_dir(workspace_root())
+        .arg("compare")
+        .args(args)
+        .arg("--results-dir")
+        .arg(&results)
+        .output()
+        .expect("spinbench compare runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "compare failed:\n{stdout}\n{stderr}"
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("report: "))
+        .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}"));
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(workspace_root().join(line.trim())).unwrap())
+            .unwrap();
+    support::assert_valid_report(&report);
+    report
+}
+
+fn find<'a>(report: &'a Value, measurement: &str, host: &str) -> Vec<&'a Value> {
+    report["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["measurement"] == measurement && m["host"] == host)
+        .collect()
+}
+
+#[test]
+fn another_file_is_measured_and_what_cannot_apply_is_skipped_with_the_reason() {
+    // The repository's manifest, one component, no native counterpart, no
+    // WASIp3 manifest: native, its floor and wasm-p3 cannot apply.
+    let dir = workspace_root().join(format!("target/e2e-benchfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("spinbench.toml");
+    std::fs::write(
+        &file,
+        "manifest = \"../../spin.toml\"\n\n[[component]]\nid = \"hello\"\nprobe = { path = \"/hello\" }\n",
+    )
+    .unwrap();
+    let report = compare(
+        &[
+            "-f",
+            dir.to_str().unwrap(),
+            "--quick",
+            "--hosts",
+            "native,wasm,wasm-p3",
+            "--measurements",
+            "instance_cold_start,process_cold_start",
+        ],
+        "benchfile",
+    );
+    assert_eq!(report["plan"]["functions"], serde_json::json!(["hello"]));
+    let skipped = |measurement, host| -> String {
+        let rows = find(&report, measurement, host);
+        assert!(!rows.is_empty(), "{measurement} {host}: no row");
+        rows.iter()
+            .map(|m| {
+                m["skipped"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("not skipped: {m}"))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    assert!(skipped("process_cold_start", "native").contains("no native command"));
+    assert!(skipped("instance_cold_start", "native-fn").contains("no native command"));
+    assert!(skipped("process_cold_start", "wasm-p3").contains("p3_manifest"));
+    let wasm = find(&report, "instance_cold_start", "wasm");
+    assert!(
+        wasm.iter()
+            .any(|m| m["summary"]["p50"].as_f64().is_some_and(|v| v > 0.0)),
+        "wasm measured: {wasm:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

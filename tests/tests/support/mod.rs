@@ -1,0 +1,23 @@
+//! What several test files share beyond the harness: checking a report against
+//! the JSON Schema in the repository (schema/report.schema.json).
+
+use e2e::workspace_root;
+use serde_json::Value;
+
+/// Panics with every violation if `report` does not match the schema.
+pub fn assert_valid_report(report: &Value) {
+    let path = workspace_root().join("schema/report.schema.json");
+    let schema: Value = serde_json::from_slice(&std::fs::read(&path).expect("the schema file"))
+        .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema is a valid JSON Schema");
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report.json does not match {}:\n{}",
+        path.display(),
+        errors.join("\n")
+    );
+}
