@@ -129,15 +129,6 @@ fn compare(args: &[&str], label: &str) -> Value {
     report
 }
 
-fn find<'a>(report: &'a Value, measurement: &str, host: &str) -> Vec<&'a Value> {
-    report["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["measurement"] == measurement && m["host"] == host)
-        .collect()
-}
-
 #[test]
 fn another_file_is_measured_and_what_cannot_apply_is_skipped_with_the_reason() {
     // The repository's manifest, one component, no native counterpart, no
@@ -164,7 +155,7 @@ fn another_file_is_measured_and_what_cannot_apply_is_skipped_with_the_reason() {
     );
     assert_eq!(report["plan"]["functions"], serde_json::json!(["hello"]));
     let skipped = |measurement, host| -> String {
-        let rows = find(&report, measurement, host);
+        let rows = support::metrics(&report, measurement, host);
         assert!(!rows.is_empty(), "{measurement} {host}: no row");
         rows.iter()
             .map(|m| {
@@ -178,7 +169,7 @@ fn another_file_is_measured_and_what_cannot_apply_is_skipped_with_the_reason() {
     assert!(skipped("process_cold_start", "native").contains("no native command"));
     assert!(skipped("instance_cold_start", "native-fn").contains("no native command"));
     assert!(skipped("process_cold_start", "wasm-p3").contains("p3_manifest"));
-    let wasm = find(&report, "instance_cold_start", "wasm");
+    let wasm = support::metrics(&report, "instance_cold_start", "wasm");
     assert!(
         wasm.iter()
             .any(|m| m["summary"]["p50"].as_f64().is_some_and(|v| v > 0.0)),

@@ -55,15 +55,6 @@ fn run_quick_compare(results: &Path) -> (Value, PathBuf) {
     (report, report_path.parent().unwrap().to_path_buf())
 }
 
-fn metrics<'a>(report: &'a Value, measurement: &str, host: &str) -> Vec<&'a Value> {
-    report["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["measurement"] == measurement && m["host"] == host)
-        .collect()
-}
-
 #[test]
 fn quick_compare_reports_every_function_on_native_and_wasm() {
     let results = workspace_root().join(format!("target/e2e-results/{}", std::process::id()));
@@ -80,7 +71,7 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
         "build_and_size",
     ] {
         for host in ["native", "wasm"] {
-            let found: BTreeSet<&str> = metrics(&report, measurement, host)
+            let found: BTreeSet<&str> = support::metrics(&report, measurement, host)
                 .iter()
                 .filter(|m| m["skipped"].is_null())
                 .map(|m| m["function"].as_str().unwrap())
@@ -116,7 +107,7 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
     // Load: every request answered, and something was served. A scenario that
     // runs in full runs only (io at 10,000 users) is reported as skipped.
     let mut served = 0;
-    for m in metrics(&report, "load", "wasm") {
+    for m in support::metrics(&report, "load", "wasm") {
         let Some(p50) = m["summary"]["p50"].as_f64() else {
             assert!(
                 m["skipped"].is_string(),
@@ -146,7 +137,7 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
             .args(["-c", &format!("command -v {program}")])
             .output()
             .is_ok_and(|o| o.status.success());
-        let rows = metrics(&report, "load", host);
+        let rows = support::metrics(&report, "load", host);
         if !on_path {
             assert!(
                 rows.iter().all(|m| m["skipped"].is_string()),

@@ -1,5 +1,6 @@
 //! What several test files share beyond the harness: checking a report against
-//! the JSON Schema in the repository (schema/report.schema.json).
+//! the JSON Schema in the repository (schema/report.schema.json), and picking
+//! its metrics.
 
 use e2e::workspace_root;
 use serde_json::Value;
@@ -20,4 +21,14 @@ pub fn assert_valid_report(report: &Value) {
         path.display(),
         errors.join("\n")
     );
+}
+
+/// The report's metrics of one measurement on one host, in report order.
+pub fn metrics<'a>(report: &'a Value, measurement: &str, host: &str) -> Vec<&'a Value> {
+    report["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["measurement"] == measurement && m["host"] == host)
+        .collect()
 }
