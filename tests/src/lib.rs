@@ -224,7 +224,7 @@ impl Server {
     fn wait_until_accepting(&mut self, limit: Duration) {
         let start = Instant::now();
         while start.elapsed() < limit {
-            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+            if serves_http(self.addr) {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -244,6 +244,24 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Whether an HTTP server accepted a connection on `addr` and closed it
+/// cleanly after the client sent nothing. A bare connect is not enough: while
+/// another test thread spawns a process, the child holds a copy of every
+/// socket the test process had open until its `exec`, including a listener
+/// that [`free_loopback_addr`] just closed on this very port, and a connect
+/// then lands in that listener's backlog and is reset at the `exec`.
+fn serves_http(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    // A server that reads end-of-stream before any request closes without a word.
+    if stream.shutdown(std::net::Shutdown::Write).is_err() {
+        return false;
+    }
+    matches!(stream.read(&mut [0; 64]), Ok(0))
 }
 
 /// `serve --manifest <manifest> --cache-dir target/e2e-cache <extra_args>`.
