@@ -5,6 +5,7 @@
 //! The artifacts are built by the test command (`make test`) before `cargo test`
 //! runs: building inside a test would contend for cargo's own build lock.
 
+use serde_json::Value;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -640,4 +641,30 @@ mod tests {
         assert_eq!(chunked.body, b"Hello!!!");
         assert_eq!(chunked.content_type, "text/plain");
     }
+}
+
+/// Runs `spinbench compare` with `args` from the workspace root, its results
+/// under target/e2e-results/, and returns its report; panics if it fails.
+pub fn compare(args: &[&str], label: &str) -> Value {
+    let results =
+        workspace_root().join(format!("target/e2e-results/{label}-{}", std::process::id()));
+    let output = Command::new(artifact("release/spinbench"))
+        .current_dir(workspace_root())
+        .arg("compare")
+        .args(args)
+        .arg("--results-dir")
+        .arg(&results)
+        .output()
+        .expect("spinbench compare runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "compare failed:\n{stdout}\n{stderr}"
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("report: "))
+        .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}"));
+    serde_json::from_slice(&std::fs::read(workspace_root().join(line.trim())).unwrap()).unwrap()
 }

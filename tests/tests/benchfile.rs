@@ -5,10 +5,9 @@
 
 mod support;
 
-use e2e::{artifact, functions, workspace_root};
+use e2e::{functions, workspace_root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Where `text` lists three or more of `names`: on one line (an array, a
 /// default list), as `match` arms, or as path dependencies on their crates.
@@ -100,31 +99,9 @@ fn no_list_of_the_functions_is_left_outside_the_benchmark_file() {
     );
 }
 
-/// Runs `spinbench compare` with `args` and returns its report.
+/// Runs `spinbench compare` with `args` and returns its report, checked against the schema.
 fn compare(args: &[&str], label: &str) -> Value {
-    let results =
-        workspace_root().join(format!("target/e2e-results/{label}-{}", std::process::id()));
-    let output = Command::new(artifact("release/spinbench"))
-        .current_dir(workspace_root())
-        .arg("compare")
-        .args(args)
-        .arg("--results-dir")
-        .arg(&results)
-        .output()
-        .expect("spinbench compare runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "compare failed:\n{stdout}\n{stderr}"
-    );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("report: "))
-        .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}"));
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(workspace_root().join(line.trim())).unwrap())
-            .unwrap();
+    let report = e2e::compare(args, label);
     support::assert_valid_report(&report);
     report
 }

@@ -1,7 +1,10 @@
 //! Any Spin HTTP app, served: a component written the way `spin new http-rust`
 //! writes it (tests/template-app), with the manifest keys a user's app has, is
 //! served by `spinbench serve -f <dir>` with its variable; a component importing
-//! what the runner lacks is refused at start in one line.
+//! what the runner lacks is refused at start in one line; `compare -f` measures
+//! it against its native counterpart from its benchmark file.
+
+mod support;
 
 use e2e::{Server, artifact, get, workspace_root};
 use std::process::{Command, Stdio};
@@ -152,4 +155,48 @@ fn duration_flags_take_units_and_reuse_flags_spins_names() {
         "{:?}",
         start.elapsed()
     );
+}
+
+/// `compare -f` on the app's benchmark file (tests/template-app/spinbench.toml)
+/// measures the component with its variable (a wasm host given the component
+/// alone must still hand it the app's variables) beside its native
+/// counterpart, and leaves nothing in the app's directory.
+#[test]
+fn the_template_app_is_compared_with_its_native_counterpart() {
+    artifact("wasm32-wasip2/release/template_hello.wasm");
+    artifact("release/template-hello-native");
+    let report = e2e::compare(
+        &[
+            "-f",
+            "tests/template-app",
+            "--quick",
+            "--measurements",
+            "process_cold_start,load",
+        ],
+        "template-app",
+    );
+    support::assert_valid_report(&report);
+    assert_eq!(
+        report["plan"]["functions"],
+        serde_json::json!(["template-hello"])
+    );
+    for host in ["native", "wasm"] {
+        for (measurement, name) in [("process_cold_start", "first_200"), ("load", "throughput")] {
+            let rows = support::metrics(&report, measurement, host);
+            let row = rows
+                .iter()
+                .find(|m| m["metric"] == name)
+                .unwrap_or_else(|| panic!("{measurement} {host}: no {name} in {rows:?}"));
+            assert!(
+                row["summary"]["p50"].as_f64().is_some_and(|v| v > 0.0),
+                "{measurement} {host} {name} not measured: {row}"
+            );
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(workspace_root().join("tests/template-app"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".spinbench"))
+        .collect();
+    assert!(left.is_empty(), "left in the app's directory: {left:?}");
 }

@@ -17,13 +17,15 @@ pub mod scenarios;
 pub mod tree;
 
 use crate::benchfile::{BenchFile, Component, Native};
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, one_component};
 use crate::report::{Metric, Report};
 use anyhow::{Context, Result, bail};
 use hosts::{CommandHost, HostKind};
 use http::Request;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The measurements, in the order they run and are reported.
@@ -79,8 +81,6 @@ pub struct Function {
     pub name: String,
     /// What the benchmark file says about it.
     pub spec: Component,
-    /// Its route in the manifest.
-    pub route: String,
     /// Its `.wasm` (the manifest's `source`).
     pub wasm: PathBuf,
     /// Its WASIp3 build, if the file names a WASIp3 manifest that has it.
@@ -104,7 +104,7 @@ impl Function {
     }
 }
 
-/// Every component of `file`, with routes and sources from its manifests.
+/// Every component of `file`, with sources from its manifests.
 pub fn functions(file: &BenchFile) -> Result<Vec<Function>> {
     let manifest = Manifest::load(&file.manifest)?;
     file.check_against(&manifest)
@@ -116,12 +116,9 @@ pub fn functions(file: &BenchFile) -> Result<Vec<Function>> {
     file.components
         .iter()
         .map(|c| {
-            let route = manifest
-                .http_routes()
-                .into_iter()
-                .find(|t| t.component == c.id)
-                .map(|t| t.route)
-                .with_context(|| format!("component {:?} has no [[trigger.http]] route", c.id))?;
+            if !manifest.http_routes().iter().any(|t| t.component == c.id) {
+                bail!("component {:?} has no [[trigger.http]] route", c.id);
+            }
             let p3_wasm = p3.as_ref().map_err(Clone::clone).and_then(|m| {
                 m.component
                     .get(&c.id)
@@ -131,7 +128,6 @@ pub fn functions(file: &BenchFile) -> Result<Vec<Function>> {
             Ok(Function {
                 name: c.id.clone(),
                 spec: c.clone(),
-                route,
                 wasm: manifest
                     .source_path(&manifest.component[&c.id])
                     .with_context(|| format!("component {:?} has no local source", c.id))?,
@@ -147,8 +143,13 @@ pub struct Paths {
     pub root: PathBuf,
     /// The `spinbench` binary that serves components (this one).
     pub runner: PathBuf,
-    /// Scratch space for this run: per-function manifests, code caches. Removed at the end.
+    /// Scratch space for this run: code caches. Removed at the end.
     pub work: PathBuf,
+    /// The app's manifest and its WASIp3 flavour's.
+    manifest: PathBuf,
+    p3_manifest: Option<PathBuf>,
+    /// One-component manifests written beside the app's. Removed at the end.
+    written: Mutex<BTreeSet<PathBuf>>,
 }
 
 impl Paths {
@@ -161,37 +162,47 @@ impl Paths {
             root,
             runner: std::env::current_exe()?,
             work,
+            manifest: file.manifest.clone(),
+            p3_manifest: file.p3_manifest.clone(),
+            written: Mutex::default(),
         })
     }
 
     /// A manifest serving `f` alone, so the runner (and Spin) load one component,
     /// like the native binary serves one function.
     pub fn function_manifest(&self, f: &Function) -> Result<PathBuf> {
-        self.one_component_manifest(f, &f.wasm, "spin.toml")
+        self.one_component_manifest(f, &f.wasm, &self.manifest, "p2")
     }
 
     /// The same for `f`'s WASIp3 build.
     pub fn p3_function_manifest(&self, f: &Function) -> Result<PathBuf> {
         let wasm = f.p3_wasm.clone().map_err(anyhow::Error::msg)?;
-        self.one_component_manifest(f, &wasm, "p3.spin.toml")
+        let manifest = self
+            .p3_manifest
+            .as_ref()
+            .context("no p3_manifest in the benchmark file")?;
+        self.one_component_manifest(f, &wasm, manifest, "p3")
     }
 
-    fn one_component_manifest(&self, f: &Function, wasm: &Path, suffix: &str) -> Result<PathBuf> {
+    /// Written beside the app's manifest: its relative paths (`source`,
+    /// `files`, ...) then mean what they mean in the app.
+    fn one_component_manifest(
+        &self,
+        f: &Function,
+        wasm: &Path,
+        manifest: &Path,
+        flavour: &str,
+    ) -> Result<PathBuf> {
         if !wasm.is_file() {
             bail!("{} not found (build it first)", wasm.display());
         }
-        // The manifest is written elsewhere: its source must not be relative.
-        let wasm = std::fs::canonicalize(wasm)?;
-        let path = self.work.join(format!("{}.{suffix}", f.name));
-        let toml = format!(
-            "spin_manifest_version = 2\n\n[application]\nname = \"spinbench-{name}\"\nversion = \"0.1.0\"\n\n\
-             [[trigger.http]]\nroute = {route:?}\ncomponent = {name:?}\n\n\
-             [component.{name:?}]\nsource = {source:?}\nallowed_outbound_hosts = []\n",
-            name = f.name,
-            route = f.route,
-            source = wasm.display().to_string(),
-        );
-        std::fs::write(&path, toml).with_context(|| format!("writing {}", path.display()))?;
+        let tag = format!("{}-{flavour}", std::process::id());
+        let path = one_component::write_beside(manifest, &f.name, &tag)?;
+        let path = std::fs::canonicalize(&path)?;
+        self.written
+            .lock()
+            .expect("never poisoned")
+            .insert(path.clone());
         Ok(path)
     }
 
@@ -204,6 +215,9 @@ impl Paths {
 impl Drop for Paths {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.work);
+        for path in self.written.get_mut().expect("never poisoned").iter() {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

@@ -112,7 +112,6 @@ pub mod tests {
         Function {
             name: id.into(),
             spec: file.component(id).unwrap().clone(),
-            route: "/".into(),
             wasm: "/app/x.wasm".into(),
             p3_wasm: Err("none".into()),
         }

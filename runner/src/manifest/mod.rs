@@ -6,6 +6,7 @@
 
 pub mod component;
 pub mod hosting;
+pub mod one_component;
 pub mod trigger;
 pub mod variables;
 

@@ -342,3 +342,42 @@ fn from_names_a_file_or_a_directory_holding_spin_toml() {
     let file = repo.join("spin-p3.toml");
     assert_eq!(resolve_path(&file), file);
 }
+
+/// compare serves each component alone: the reduced manifest keeps what the
+/// component runs with (the app's variables, its own variables and
+/// environment) and drops the other components and their routes.
+#[test]
+fn one_component_keeps_what_the_component_runs_with() {
+    let app = r#"spin_manifest_version = 2
+[application]
+name = "two"
+[variables]
+greeting = { default = "hi" }
+[[trigger.http]]
+route = "/a/..."
+component = "a"
+[[trigger.http]]
+route = "/b"
+component = "b"
+[component.a]
+source = "a.wasm"
+environment = { MODE = "fast" }
+[component.a.variables]
+greeting = "{{ greeting }}"
+[component.b]
+source = "b.wasm"
+"#;
+    let one = Manifest::parse(
+        &one_component::one_component(app, "a").unwrap(),
+        PathBuf::from("/app"),
+    )
+    .unwrap();
+    assert_eq!(one.component.keys().collect::<Vec<_>>(), ["a"]);
+    assert_eq!(one.http_routes().len(), 1);
+    assert_eq!(one.http_routes()[0].route, "/a/...");
+    assert_eq!(one.variables["greeting"].default.as_deref(), Some("hi"));
+    assert_eq!(one.component["a"].variables["greeting"], "{{ greeting }}");
+    assert_eq!(one.component["a"].environment["MODE"], "fast");
+    let missing = one_component::one_component(app, "c").unwrap_err();
+    assert!(format!("{missing:#}").contains("\"c\""), "{missing:#}");
+}
