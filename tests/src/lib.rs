@@ -117,7 +117,7 @@ impl Server {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
         let mut server = Server { child, addr, log };
-        server.wait_until_accepting(Duration::from_secs(120));
+        server.wait_until_accepting(Duration::from_mins(2));
         server
     }
 
@@ -274,7 +274,7 @@ pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
         "--cache-dir".to_string(),
         cache.display().to_string(),
     ];
-    args.extend(extra_args.iter().map(|arg| arg.to_string()));
+    args.extend(extra_args.iter().map(std::string::ToString::to_string));
     args
 }
 
@@ -362,7 +362,7 @@ pub fn send_with_headers(
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .allow_non_standard_methods(true)
-        .timeout_global(Some(Duration::from_secs(60)))
+        .timeout_global(Some(Duration::from_mins(1)))
         .build()
         .into();
     let mut request = ureq::http::Request::builder().method(method).uri(url);
@@ -447,7 +447,7 @@ pub fn get_within(url: &str, limit: Duration) -> Result<Answer, String> {
 pub fn raw_exchange(addr: SocketAddr, head: &[u8], body_len: usize, chunked: bool) -> Answer {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
+        .set_read_timeout(Some(Duration::from_mins(1)))
         .unwrap();
     stream.write_all(head).expect("write head");
     let mut writer = stream.try_clone().expect("clone");
@@ -458,8 +458,8 @@ pub fn raw_exchange(addr: SocketAddr, head: &[u8], body_len: usize, chunked: boo
             let n = left.min(chunk.len());
             let ok = if chunked {
                 write!(writer, "{n:x}\r\n")
-                    .and_then(|_| writer.write_all(&chunk[..n]))
-                    .and_then(|_| writer.write_all(b"\r\n"))
+                    .and_then(|()| writer.write_all(&chunk[..n]))
+                    .and_then(|()| writer.write_all(b"\r\n"))
             } else {
                 writer.write_all(&chunk[..n])
             };
@@ -572,7 +572,7 @@ impl Server {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
         let mut server = Server { child, addr, log };
-        server.wait_until_accepting(Duration::from_secs(120));
+        server.wait_until_accepting(Duration::from_mins(2));
         server
     }
 

@@ -20,9 +20,9 @@ const WARMUP: usize = 20;
 /// Fresh processes are ~1000× dearer than instances: fewer samples bound the run.
 const MAX_PROCESS_SAMPLES: usize = 100;
 
-pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
+pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
     let functions = run.plan.functions.clone();
-    let bar = run.progress("instance cold start", functions.len() * 3);
+    let bar = super::progress("instance cold start", functions.len() * 3);
     for f in functions {
         bar.set_message(format!("{} plain function", f.name));
         let metric = Metric::new(
@@ -73,14 +73,11 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(())
 }
 
 fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) -> Vec<Metric> {
     let metric = |name| Metric::new(MEASUREMENT, &f.name, "wasm", name, "us", Better::Lower);
-    let mut metrics = if !run.plan.has_host(HostKind::Wasm) {
-        vec![metric("total").skipped("host wasm not selected")]
-    } else {
+    let mut metrics = if run.plan.has_host(HostKind::Wasm) {
         match runtime.block_on(time_instances(run, f, false)) {
             Ok([total, instantiate, handle]) => vec![
                 metric("total").samples(total),
@@ -89,6 +86,8 @@ fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) ->
             ],
             Err(e) => vec![metric("total").skipped(format!("{e:#}"))],
         }
+    } else {
+        vec![metric("total").skipped("host wasm not selected")]
     };
     // WASIp3 reuse: a request on an already live instance (a new one every 128
     // requests), so this is the warm figure beside wasm's cold one.

@@ -425,7 +425,7 @@ fn mark_limit(
 
 /// `compare`'s load measurement: every scenario of every function on every
 /// host, each host started fresh for each scenario.
-pub fn measure_compare(run: &mut Run) -> Result<()> {
+pub fn measure_compare(run: &mut Run) {
     let cores = run.report.machine.cores;
     let functions = run.plan.functions.clone();
     let all: Vec<(&Function, Scenario)> = functions
@@ -445,7 +445,7 @@ pub fn measure_compare(run: &mut Run) -> Result<()> {
             targets.extend(variants.map(|v| (i, HostKind::Native, Some(v))));
         }
     }
-    let bar = run.progress("load", targets.len());
+    let bar = super::progress("load", targets.len());
     for (i, kind, variant) in targets {
         let (f, scenario) = (all[i].0, &all[i].1);
         let host = match variant {
@@ -480,7 +480,6 @@ pub fn measure_compare(run: &mut Run) -> Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(())
 }
 
 /// Why a host's figures are missing; goes into the report.
@@ -587,7 +586,7 @@ pub struct LoadArgs {
 
 /// `spinbench load --url`: the same scenarios against a host running elsewhere
 /// (no CPU or RSS figures: the server is not ours to read).
-pub fn main(args: LoadArgs) -> Result<()> {
+pub fn main(args: &LoadArgs) -> Result<()> {
     let started = Instant::now();
     let base = args.url.trim_end_matches('/').to_string();
     let compare_args = super::CompareArgs {
@@ -600,7 +599,7 @@ pub fn main(args: LoadArgs) -> Result<()> {
         runs: 1,
         quick: args.quick,
         results_dir: args.results_dir.clone(),
-        keep: Default::default(),
+        keep: crate::report::keep::KeepArgs::default(),
         command_hosts: Vec::new(),
     };
     let file = crate::benchfile::BenchFile::load(&args.from)?;
@@ -634,10 +633,12 @@ pub fn main(args: LoadArgs) -> Result<()> {
                         Some(hit) => mark_limit(out, &hit.what, None, hit.clients_saw),
                         None => out,
                     };
-                    out.into_iter().for_each(|m| report.push(m));
+                    for m in out {
+                        report.push(m);
+                    }
                 }
                 Err(e) => {
-                    report.push(m("throughput", "req/s", Better::Higher).skipped(format!("{e:#}")))
+                    report.push(m("throughput", "req/s", Better::Higher).skipped(format!("{e:#}")));
                 }
             }
         }

@@ -27,7 +27,7 @@ const WARM_REQUESTS: usize = 20;
 /// again before it counts as broken rather than full.
 const RECOVERY: Duration = Duration::from_secs(10);
 
-pub fn measure(run: &mut Run) -> Result<()> {
+pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
     let hosts = run.plan.hosts.clone();
     // The function whose benchmark-file entry holds requests open (`memory.hold`).
@@ -40,7 +40,7 @@ pub fn measure(run: &mut Run) -> Result<()> {
     } else {
         0
     };
-    let bar = run.progress("memory", functions.len() * hosts.len() + per_instance_steps);
+    let bar = super::progress("memory", functions.len() * hosts.len() + per_instance_steps);
     for f in &functions {
         for kind in &hosts {
             bar.set_message(format!("idle {} on {}", f.name, kind.name()));
@@ -80,7 +80,6 @@ pub fn measure(run: &mut Run) -> Result<()> {
         );
     }
     bar.finish_and_clear();
-    Ok(())
 }
 
 /// One figure per host from all K: the least-squares slope of total PSS growth
@@ -217,7 +216,12 @@ fn answered_early(held: Vec<TcpStream>) -> (usize, BTreeMap<String, u64>) {
         let _ = stream.set_nonblocking(false);
         let outcome = match http::finish(stream) {
             Ok((status, _)) => status.to_string(),
-            Err(e) if e.chain().any(|c| c.is::<std::io::Error>()) => error_kind(&e),
+            Err(e)
+                if e.chain()
+                    .any(<dyn std::error::Error + 'static>::is::<std::io::Error>) =>
+            {
+                error_kind(&e)
+            }
             Err(_) => "closed without an answer".into(),
         };
         *got.entry(outcome).or_default() += 1;

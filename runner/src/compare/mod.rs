@@ -329,26 +329,26 @@ impl Run {
     pub fn record(&mut self, metric: Metric) {
         self.report.push(metric);
     }
+}
 
-    /// A progress bar for `len` steps of `what`.
-    pub fn progress(&self, what: &str, len: usize) -> ProgressBar {
-        let bar = ProgressBar::new(len as u64);
-        bar.set_style(
-            ProgressStyle::with_template("{prefix:>20} [{bar:30}] {pos}/{len} {elapsed} {msg}")
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
-        bar.set_prefix(what.to_string());
-        bar
-    }
+/// A progress bar for `len` steps of `what`.
+pub fn progress(what: &str, len: usize) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>20} [{bar:30}] {pos}/{len} {elapsed} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(what.to_string());
+    bar
 }
 
 /// `spinbench compare`: runs the plan and writes the report; prints where it is.
-pub fn main(args: CompareArgs) -> Result<()> {
+pub fn main(args: &CompareArgs) -> Result<()> {
     let started = Instant::now();
     let baseline = args.keep.read_baseline()?;
     let file = BenchFile::load(&args.from)?;
-    let plan = Plan::from_args(&args, functions(&file)?)?;
+    let plan = Plan::from_args(args, functions(&file)?)?;
     let paths = Paths::new(&file)?;
     let out_dir = args.results_dir.join(crate::report::timestamp());
     let report = Report::new(std::env::args().collect(), &plan);
@@ -362,10 +362,9 @@ pub fn main(args: CompareArgs) -> Result<()> {
         .enable_all()
         .build()?;
     group::stop_all_on_signal(&runtime);
-    let result = measure_all(&mut run, &runtime);
+    measure_all(&mut run, &runtime);
     // Every group is stopped by its guard already; this catches any leak.
     group::stop_all();
-    result?;
     hosts::remove_logs();
 
     run.report.finish(started.elapsed());
@@ -378,24 +377,23 @@ pub fn main(args: CompareArgs) -> Result<()> {
     crate::report::keep::keep(&run.report, &args.keep, baseline.as_ref())
 }
 
-fn measure_all(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
+fn measure_all(run: &mut Run, runtime: &tokio::runtime::Runtime) {
     if run.plan.measures("build_and_size") {
-        build_and_size::measure(run)?;
+        build_and_size::measure(run);
     }
     if run.plan.measures("instance_cold_start") {
-        instance_cold_start::measure(run, runtime)?;
+        instance_cold_start::measure(run, runtime);
     }
     if run.plan.measures("hashing_per_core") {
-        hashing_per_core::measure(run, runtime)?;
+        hashing_per_core::measure(run, runtime);
     }
     if run.plan.measures("process_cold_start") {
-        process_cold_start::measure(run)?;
+        process_cold_start::measure(run);
     }
     if run.plan.measures("memory") {
-        memory::measure(run)?;
+        memory::measure(run);
     }
     if run.plan.measures("load") {
-        load::measure_compare(run)?;
+        load::measure_compare(run);
     }
-    Ok(())
 }

@@ -25,10 +25,10 @@ fn variants(run: &Run) -> Vec<(&'static str, HostKind, Option<bool>)> {
     out
 }
 
-pub fn measure(run: &mut Run) -> Result<()> {
+pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
     let variants = variants(run);
-    let bar = run.progress("process cold start", functions.len() * variants.len());
+    let bar = super::progress("process cold start", functions.len() * variants.len());
     for f in functions {
         for &(host, kind, warm) in &variants {
             bar.set_message(format!("{} on {host}", f.name));
@@ -48,7 +48,6 @@ pub fn measure(run: &mut Run) -> Result<()> {
         }
     }
     bar.finish_and_clear();
-    Ok(())
 }
 
 /// `runs` timed starts after one untimed warm-up start (which also fills the

@@ -385,15 +385,18 @@ impl Host {
                         instantiate: Duration::ZERO,
                         handle,
                     },
-                    Err(failure) => self.failed_timed(component, failure, Duration::ZERO, handle),
+                    Err(failure) => Self::failed_timed(component, &failure, Duration::ZERO, handle),
                 });
             }
         };
         match invoke::instantiate(pre, request, self.limits[component]).await {
             Ok(invocation) => Ok(self.complete_timed(component, invocation).await),
-            Err(failure) => {
-                Ok(self.failed_timed(component, failure, Duration::ZERO, Duration::ZERO))
-            }
+            Err(failure) => Ok(Self::failed_timed(
+                component,
+                &failure,
+                Duration::ZERO,
+                Duration::ZERO,
+            )),
         }
     }
 
@@ -423,22 +426,21 @@ impl Host {
             },
             // A guest that traps mid-body reports both; its trap says more.
             (_, Err(failure)) | (Some(Err(failure)), Ok(())) => {
-                self.failed_timed(component, failure, instantiate, handle)
+                Self::failed_timed(component, &failure, instantiate, handle)
             }
             (None, Ok(())) => {
-                self.failed_timed(component, Failure::NoResponse, instantiate, handle)
+                Self::failed_timed(component, &Failure::NoResponse, instantiate, handle)
             }
         }
     }
 
     fn failed_timed(
-        &self,
         component: &str,
-        failure: Failure,
+        failure: &Failure,
         instantiate: Duration,
         handle: Duration,
     ) -> TimedResponse {
-        let reply = failure_reply(component, &failure);
+        let reply = failure_reply(component, failure);
         let body = Bytes::from(reply.body.clone());
         let (parts, _) = reply::to_response(reply).into_parts();
         TimedResponse {
@@ -547,7 +549,7 @@ fn with_spin_headers<B>(
         .headers
         .get(http::header::HOST)
         .and_then(|h| h.to_str().ok())
-        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+        .or_else(|| parts.uri.authority().map(http::uri::Authority::as_str))
         .unwrap_or("localhost")
         .to_string();
     let path_and_query = parts

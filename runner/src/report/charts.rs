@@ -212,7 +212,7 @@ fn relative_bars(
         .map(|m| m.host.as_str())
         .filter(|h| *h != "native")
         .collect();
-    all_hosts.sort();
+    all_hosts.sort_unstable();
     all_hosts.dedup();
     let hosts = &all_hosts;
     let mut bars = Vec::new(); // (function index, host index, ratio)
@@ -248,7 +248,7 @@ fn relative_bars(
             functions
                 .get(x.round() as usize)
                 .filter(|_| (x - x.round()).abs() < 0.01)
-                .map_or(String::new(), |f| f.to_string())
+                .map_or(String::new(), std::clone::Clone::clone)
         })
         .y_desc("× native")
         .draw()

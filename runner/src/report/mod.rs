@@ -388,7 +388,8 @@ fn rfc3339(t: SystemTime) -> String {
 /// Howard Hinnant's days-to-civil algorithm.
 fn utc_parts(t: SystemTime) -> ((i64, u32, u32), (u64, u64, u64)) {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let days = i64::try_from(secs / 86_400).expect("days since 1970 fit an i64");
+    let rem = secs % 86_400;
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -445,7 +446,7 @@ mod tests {
             runs: 2,
             quick: true,
             results_dir: "results".into(),
-            keep: Default::default(),
+            keep: crate::report::keep::KeepArgs::default(),
             command_hosts: Vec::new(),
         };
         let plan = Plan::from_args(&args, vec![]).unwrap();
