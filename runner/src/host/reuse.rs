@@ -110,8 +110,8 @@ impl Reused {
         }
     }
 
-    /// Instances created so far (diagnostics and tests).
-    #[allow(dead_code, reason = "diagnostics and tests")]
+    /// Instances created so far.
+    #[cfg(test)]
     pub fn instances_created(&self) -> u64 {
         self.handler.state().instances.load(Ordering::Relaxed)
     }
