@@ -16,9 +16,9 @@
 use super::admission::Permit;
 use super::engine::EPOCH_TICK;
 use super::flavour::Flavour;
-use super::invoke::{Failure, Limits};
+use super::invoke::Failure;
 use super::reply::Body;
-use super::state::{RequestState, new_reusable_store};
+use super::state::{Limits, RequestState, new_reusable_store};
 use super::tether::{Abandoned, Ledger, Link, Tether};
 use bytes::Bytes;
 use http::{Request, Response};
