@@ -6,6 +6,7 @@ mod compare;
 mod duration;
 mod host;
 mod manifest;
+mod model;
 mod procfs;
 mod report;
 mod rlimit;

@@ -5,10 +5,11 @@
 use super::{Function, Run};
 use crate::host::{Host, HostOptions, Origin, PoolSizing};
 use crate::manifest::Manifest;
+use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Result, bail};
 
-const MEASUREMENT: &str = "build_and_size";
+const MEASUREMENT: Measurement = Measurement::BuildAndSize;
 
 pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();

@@ -9,12 +9,13 @@ use super::http::Request;
 use super::instance_cold_start::{http_request, in_process_host};
 use super::{Function, Run};
 use crate::benchfile::{Body, Hashing};
+use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Context, Result, bail};
 use std::process::Command;
 use std::time::Instant;
 
-const MEASUREMENT: &str = "hashing_per_core";
+const MEASUREMENT: Measurement = Measurement::HashingPerCore;
 /// Untimed samples first (page faults of the buffers, caches).
 const WARMUP: usize = 2;
 

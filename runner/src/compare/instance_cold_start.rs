@@ -9,12 +9,13 @@ use super::http::Request;
 use super::{Function, Run};
 use crate::host::{Host, HostOptions};
 use crate::manifest::Manifest;
+use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use std::time::{Duration, Instant};
 
-const MEASUREMENT: &str = "instance_cold_start";
+const MEASUREMENT: Measurement = Measurement::InstanceColdStart;
 /// Untimed instances before each timed series (page faults, caches, branch predictors).
 const WARMUP: usize = 20;
 /// Fresh processes are ~1000× dearer than instances: fewer samples bound the run.

@@ -16,6 +16,7 @@ use super::scenarios::{Scenario, check_open_files, scenarios};
 use super::tree::{self, Kind};
 use super::{Function, Paths, Plan, Run};
 use crate::benchfile::Variant;
+use crate::model::Measurement;
 use crate::procfs;
 use crate::report::{Better, Metric, describe_outcomes};
 use anyhow::{Context, Result};
@@ -26,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-const MEASUREMENT: &str = "load";
+const MEASUREMENT: Measurement = Measurement::Load;
 /// How often the server's RSS is sampled while the load runs.
 const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// How long the server gets to give memory back before "RSS after" (`--quick`: less).
@@ -593,7 +594,7 @@ pub fn main(args: &LoadArgs) -> Result<()> {
         from: args.from.clone(),
         functions: args.functions.clone(),
         hosts: vec!["native".into()],
-        measurements: vec![MEASUREMENT.into()],
+        measurements: vec![MEASUREMENT.name().into()],
         duration: args.duration,
         samples: 1,
         runs: 1,
@@ -604,7 +605,7 @@ pub fn main(args: &LoadArgs) -> Result<()> {
     };
     let file = crate::benchfile::BenchFile::load(&args.from)?;
     let plan = Plan::from_args(&compare_args, super::functions(&file)?)?;
-    let mut report = crate::report::Report::new(std::env::args().collect(), &plan);
+    let mut report = crate::report::Report::new(std::env::args().collect(), plan.info());
     report.plan.hosts = vec!["remote"];
     let cores = args.cores.unwrap_or(report.machine.cores);
     let work = std::env::temp_dir().join(format!("spinbench-load-{}", std::process::id()));

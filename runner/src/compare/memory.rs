@@ -13,6 +13,7 @@ use super::hosts::{self, Cache, HostKind, Server};
 use super::http::{self, Request};
 use super::tree::{self, Kind};
 use super::{Function, Run};
+use crate::model::Measurement;
 use crate::procfs::{self, Memory};
 use crate::report::{Better, Counted, Metric};
 use anyhow::Result;
@@ -20,7 +21,7 @@ use std::collections::BTreeMap;
 use std::net::TcpStream;
 use std::time::Duration;
 
-const MEASUREMENT: &str = "memory";
+const MEASUREMENT: Measurement = Measurement::Memory;
 /// Requests answered before the idle reading, so lazily touched pages are counted.
 const WARM_REQUESTS: usize = 20;
 /// How long a host that could not hold K requests gets to answer the probe

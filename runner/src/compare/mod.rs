@@ -18,23 +18,14 @@ pub mod tree;
 
 use crate::benchfile::{BenchFile, Component, Native};
 use crate::manifest::Manifest;
-use crate::report::{Metric, Report};
+use crate::model::Measurement;
+use crate::report::{Metric, PlanInfo, Report};
 use anyhow::{Context, Result, bail};
 use hosts::{CommandHost, HostKind};
 use http::Request;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// The measurements, in the order they run and are reported.
-pub const MEASUREMENTS: [&str; 6] = [
-    "build_and_size",
-    "instance_cold_start",
-    "hashing_per_core",
-    "process_cold_start",
-    "memory",
-    "load",
-];
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
@@ -51,7 +42,7 @@ pub struct CompareArgs {
     #[arg(long = "command-host", value_name = "NAME=COMMAND")]
     pub command_hosts: Vec<String>,
     /// Measurements to run (comma-separated): build_and_size, instance_cold_start, hashing_per_core, process_cold_start, memory, load.
-    #[arg(long, value_delimiter = ',', default_values = MEASUREMENTS)]
+    #[arg(long, value_delimiter = ',', default_values = Measurement::names())]
     pub measurements: Vec<String>,
     /// Seconds each load scenario runs per host (after its warm-up).
     #[arg(long, default_value_t = 10.0)]
@@ -211,7 +202,7 @@ impl Drop for Paths {
 pub struct Plan {
     pub functions: Vec<Function>,
     pub hosts: Vec<HostKind>,
-    pub measurements: Vec<String>,
+    pub measurements: Vec<Measurement>,
     pub load_duration: Duration,
     pub warmup: Duration,
     pub samples: usize,
@@ -238,14 +229,18 @@ impl Plan {
                 .collect::<Result<Vec<_>>>()?
         };
         let hosts = hosts(args)?;
-        for m in &args.measurements {
-            if !MEASUREMENTS.contains(&m.as_str()) {
-                bail!(
-                    "unknown measurement {m:?} (one of {})",
-                    MEASUREMENTS.join(", ")
-                );
-            }
-        }
+        let measurements = args
+            .measurements
+            .iter()
+            .map(|m| {
+                Measurement::parse(m).with_context(|| {
+                    format!(
+                        "unknown measurement {m:?} (one of {})",
+                        Measurement::names().join(", ")
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         if !(args.duration > 0.0 && args.duration <= 3600.0) {
             bail!("--duration must be in (0, 3600] seconds");
         }
@@ -253,7 +248,7 @@ impl Plan {
         Ok(Plan {
             functions,
             hosts,
-            measurements: args.measurements.clone(),
+            measurements,
             load_duration: Duration::from_secs_f64(if quick { 1.0 } else { args.duration }),
             warmup: Duration::from_secs_f64(if quick {
                 0.2
@@ -276,8 +271,23 @@ impl Plan {
         })
     }
 
-    pub fn measures(&self, name: &str) -> bool {
-        self.measurements.iter().any(|m| m == name)
+    pub fn measures(&self, measurement: Measurement) -> bool {
+        self.measurements.contains(&measurement)
+    }
+
+    /// What the report says of this plan.
+    pub fn info(&self) -> PlanInfo {
+        PlanInfo {
+            functions: self.functions.iter().map(|f| f.name.clone()).collect(),
+            hosts: self.hosts.iter().map(|h| h.name()).collect(),
+            measurements: self.measurements.clone(),
+            load_duration_s: self.load_duration.as_secs_f64(),
+            warmup_s: self.warmup.as_secs_f64(),
+            samples: self.samples,
+            runs: self.runs,
+            ks: self.ks.clone(),
+            quick: self.quick,
+        }
     }
 
     pub fn has_host(&self, kind: HostKind) -> bool {
@@ -351,7 +361,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     let plan = Plan::from_args(args, functions(&file)?)?;
     let paths = Paths::new(&file)?;
     let out_dir = args.results_dir.join(crate::report::timestamp());
-    let report = Report::new(std::env::args().collect(), &plan);
+    let report = Report::new(std::env::args().collect(), plan.info());
     let mut run = Run {
         plan,
         paths,
@@ -378,22 +388,17 @@ pub fn main(args: &CompareArgs) -> Result<()> {
 }
 
 fn measure_all(run: &mut Run, runtime: &tokio::runtime::Runtime) {
-    if run.plan.measures("build_and_size") {
-        build_and_size::measure(run);
-    }
-    if run.plan.measures("instance_cold_start") {
-        instance_cold_start::measure(run, runtime);
-    }
-    if run.plan.measures("hashing_per_core") {
-        hashing_per_core::measure(run, runtime);
-    }
-    if run.plan.measures("process_cold_start") {
-        process_cold_start::measure(run);
-    }
-    if run.plan.measures("memory") {
-        memory::measure(run);
-    }
-    if run.plan.measures("load") {
-        load::measure_compare(run);
+    for measurement in Measurement::ALL {
+        if !run.plan.measures(measurement) {
+            continue;
+        }
+        match measurement {
+            Measurement::BuildAndSize => build_and_size::measure(run),
+            Measurement::InstanceColdStart => instance_cold_start::measure(run, runtime),
+            Measurement::HashingPerCore => hashing_per_core::measure(run, runtime),
+            Measurement::ProcessColdStart => process_cold_start::measure(run),
+            Measurement::Memory => memory::measure(run),
+            Measurement::Load => load::measure_compare(run),
+        }
     }
 }

@@ -4,11 +4,12 @@
 
 use super::hosts::{self, Cache, HostKind, Server};
 use super::{Function, Run};
+use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::Result;
 use std::time::Duration;
 
-const MEASUREMENT: &str = "process_cold_start";
+const MEASUREMENT: Measurement = Measurement::ProcessColdStart;
 
 /// The variants timed for one function: (reported host, host kind, cache).
 fn variants(run: &Run) -> Vec<(&'static str, HostKind, Option<bool>)> {

@@ -3,7 +3,7 @@
 //! hyperfine's summary. Rendered aligned for the terminal or as Markdown.
 
 use super::{Metric, Report, is_baseline};
-use crate::compare::MEASUREMENTS;
+use crate::model::Measurement;
 use crate::stats;
 
 struct Table {
@@ -111,13 +111,13 @@ pub fn markdown(report: &Report) -> String {
 }
 
 fn tables(report: &Report) -> Vec<Table> {
-    MEASUREMENTS
-        .iter()
+    Measurement::ALL
+        .into_iter()
         .filter_map(|m| table(report, m))
         .collect()
 }
 
-fn table(report: &Report, measurement: &str) -> Option<Table> {
+fn table(report: &Report, measurement: Measurement) -> Option<Table> {
     let metrics: Vec<&Metric> = report.metrics_of(measurement).collect();
     if metrics.is_empty() {
         return None;
@@ -172,7 +172,7 @@ fn table(report: &Report, measurement: &str) -> Option<Table> {
     }
     notes.extend(tree_notes(&metrics));
     Some(Table {
-        title: measurement.replace('_', " "),
+        title: measurement.name().replace('_', " "),
         header,
         rows,
         notes,
@@ -314,7 +314,7 @@ mod tests {
 
     fn load_metric(host: &str) -> Metric {
         Metric::new(
-            "load",
+            Measurement::Load,
             "io",
             host,
             "throughput",
