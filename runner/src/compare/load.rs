@@ -12,6 +12,7 @@
 
 use super::hosts::{self, Cache, HostKind, Server};
 use super::oha::{self, OhaReport, Steady};
+use super::outcome::MeasureError;
 use super::scenarios::{Scenario, check_open_files, scenarios};
 use super::tree::{self, Kind};
 use super::{Function, Paths, Plan, Run};
@@ -463,7 +464,7 @@ pub fn measure_compare(run: &mut Run) {
         };
         let metrics = match load_target(&run.paths, &run.plan, &target, cores) {
             Ok(metrics) => metrics,
-            Err(Skip(why)) => vec![
+            Err(error) => vec![
                 metric(
                     &f.name,
                     &host,
@@ -472,7 +473,7 @@ pub fn measure_compare(run: &mut Run) {
                     "req/s",
                     Better::Higher,
                 )
-                .skipped(why),
+                .skipped(error.reason()),
             ],
         };
         for metric in metrics {
@@ -481,15 +482,6 @@ pub fn measure_compare(run: &mut Run) {
         bar.inc(1);
     }
     bar.finish_and_clear();
-}
-
-/// Why a host's figures are missing; goes into the report.
-pub struct Skip(pub String);
-
-impl From<anyhow::Error> for Skip {
-    fn from(e: anyhow::Error) -> Skip {
-        Skip(format!("failed: {e:#}"))
-    }
 }
 
 /// One scenario on one host.
@@ -502,18 +494,22 @@ struct Target<'a> {
     scenario: &'a Scenario,
 }
 
-fn load_target(paths: &Paths, plan: &Plan, t: &Target, cores: usize) -> Result<Vec<Metric>, Skip> {
+fn load_target(
+    paths: &Paths,
+    plan: &Plan,
+    t: &Target,
+    cores: usize,
+) -> Result<Vec<Metric>, MeasureError> {
     if let Some(why) = t.scenario.skip {
-        return Err(Skip(why.into()));
+        return Err(MeasureError::Skipped(why.into()));
     }
-    check_open_files(t.scenario).map_err(Skip)?;
+    check_open_files(t.scenario)?;
     let addr = hosts::free_addr()?;
-    let mut cmd =
-        hosts::command(t.kind, t.f, paths, &Cache::Dir(paths.cache_dir()), addr).map_err(Skip)?;
-    hosts::allow_concurrency(&mut cmd, t.kind, t.scenario.users).map_err(Skip)?;
+    let mut cmd = hosts::command(t.kind, t.f, paths, &Cache::Dir(paths.cache_dir()), addr)?;
+    hosts::allow_concurrency(&mut cmd, t.kind, t.scenario.users)?;
     if let Some(variant) = t.variant {
-        ensure_variant(paths, plan, variant).map_err(Skip)?;
-        cmd = hosts::native_command(&variant.command, addr).map_err(Skip)?;
+        ensure_variant(paths, plan, variant)?;
+        cmd = hosts::native_command(&variant.command, addr)?;
     }
     let body = body_file(&paths.work, t.f, t.scenario)?;
     let label = format!("load-{}-{}-{}", t.f.name, t.scenario.users, t.host);

@@ -11,6 +11,7 @@ pub mod instance_cold_start;
 pub mod load;
 pub mod memory;
 pub mod oha;
+pub mod outcome;
 pub mod plain;
 pub mod process_cold_start;
 pub mod scenarios;

@@ -3,6 +3,7 @@
 //! (compilation included); each process serves one function, like the native one.
 
 use super::hosts::{self, Cache, HostKind, Server};
+use super::outcome::MeasureError;
 use super::{Function, Run};
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
@@ -42,7 +43,7 @@ pub fn measure(run: &mut Run) {
             let metric = Metric::new(MEASUREMENT, &f.name, host, "first_200", "ms", Better::Lower);
             let metric = match starts(run, &f, kind, warm, runs) {
                 Ok(samples) => metric.samples(samples),
-                Err(why) => metric.skipped(why),
+                Err(error) => metric.skipped(error.reason()),
             };
             run.record(metric);
             bar.inc(1);
@@ -60,7 +61,7 @@ fn starts(
     kind: HostKind,
     warm: Option<bool>,
     runs: usize,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, MeasureError> {
     let empty_cache = warm == Some(false);
     let warmups = usize::from(!empty_cache);
     let mut samples = Vec::with_capacity(runs);
@@ -70,7 +71,7 @@ fn starts(
         } else {
             Cache::Dir(run.paths.cache_dir())
         };
-        let took = start_once(run, f, kind, &cache).map_err(|e| format!("{e:#}"));
+        let took = start_once(run, f, kind, &cache).map_err(|e| MeasureError::skipped(&e));
         if let (true, Cache::Dir(dir)) = (empty_cache, &cache) {
             let _ = std::fs::remove_dir_all(dir);
         }
