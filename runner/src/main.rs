@@ -6,6 +6,7 @@ mod compare;
 mod duration;
 mod host;
 mod manifest;
+mod model;
 mod procfs;
 mod report;
 mod rlimit;
@@ -237,34 +238,33 @@ fn main() -> ExitCode {
         eprintln!("warning: could not raise the open-files limit: {e}");
     }
     let outcome = match Cli::parse().command {
-        Command::Build(args) => build(args),
-        Command::Serve(args) => serve(args),
-        Command::Compare(args) => compare::main(args),
-        Command::Load(args) => compare::load::main(args),
-        Command::Diff(args) => report::diff::main(args),
+        Command::Build(args) => build(&args),
+        Command::Serve(args) => serve(&args),
+        Command::Compare(args) => compare::main(&args),
+        Command::Load(args) => compare::load::main(&args),
+        Command::Diff(args) => report::diff::main(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         // A regression past --fail-above has its own exit code, so that CI tells
         // it from a run that failed.
-        Err(error) => match error.downcast_ref::<report::diff::Regressed>() {
-            Some(regressed) => {
+        Err(error) => {
+            if let Some(regressed) = error.downcast_ref::<report::diff::Regressed>() {
                 eprintln!("{regressed}");
                 ExitCode::from(report::diff::REGRESSED_EXIT_CODE)
-            }
-            None => {
+            } else {
                 eprintln!("Error: {error:#}");
                 ExitCode::FAILURE
             }
-        },
+        }
     }
 }
 
-fn build(args: BuildArgs) -> Result<()> {
+fn build(args: &BuildArgs) -> Result<()> {
     spin_build::build_all(&args.manifest.load()?)
 }
 
-fn serve(args: ServeArgs) -> Result<()> {
+fn serve(args: &ServeArgs) -> Result<()> {
     let manifest = args.manifest.load()?;
     let host = host::Host::new(&manifest, &args.host_options()?)?;
     host::serve(host, args.serve_options()?)

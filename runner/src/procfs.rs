@@ -222,10 +222,9 @@ pub fn machine() -> Machine {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     Machine {
         cpu_model: parse_cpu_model(&cpuinfo).unwrap_or_else(|| "unknown".into()),
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "unknown".into()),
+            .map_or_else(|_| "unknown".into(), |s| s.trim().to_string()),
         memory_total_bytes: kib_field(&meminfo, "MemTotal:").unwrap_or(0),
         sha_instructions: cpuinfo
             .lines()

@@ -7,6 +7,10 @@ use std::io;
 
 /// Raises the soft open-files limit to the hard one (or to the kernel's
 /// `fs.nr_open` when the hard limit is unlimited); returns the soft limit now in force.
+#[allow(
+    unsafe_code,
+    reason = "setrlimit(2) through libc; it reads only the struct given"
+)]
 pub fn raise_open_files() -> io::Result<u64> {
     let mut limit = get()?;
     if limit.rlim_cur < limit.rlim_max {
@@ -16,7 +20,7 @@ pub fn raise_open_files() -> io::Result<u64> {
             .unwrap_or(u64::MAX);
         limit.rlim_cur = limit.rlim_max.min(nr_open);
         // SAFETY: setrlimit reads the struct it is given and nothing else.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit) } != 0 {
             return Err(io::Error::last_os_error());
         }
     }
@@ -28,13 +32,17 @@ pub fn open_files() -> io::Result<u64> {
     Ok(get()?.rlim_cur)
 }
 
+#[allow(
+    unsafe_code,
+    reason = "getrlimit(2) through libc; it writes only the struct given"
+)]
 fn get() -> io::Result<libc::rlimit> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes the struct it is given and nothing else.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(limit)

@@ -76,7 +76,7 @@ impl Summary {
             max: s[s.len() - 1],
             mean: s.iter().sum::<f64>() / s.len() as f64,
             mad,
-            rel_spread: if p50 != 0.0 { mad / p50.abs() } else { 0.0 },
+            rel_spread: if p50 == 0.0 { 0.0 } else { mad / p50.abs() },
             outliers,
         })
     }
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn outliers_are_counted_and_flagged() {
-        let mut samples: Vec<f64> = (0..90).map(|i| 100.0 + (i % 3) as f64).collect();
+        let mut samples: Vec<f64> = (0..90).map(|i| 100.0 + f64::from(i % 3)).collect();
         samples.extend([500.0; 12]);
         let s = Summary::of(&samples).unwrap();
         assert_eq!(s.outliers, 12);

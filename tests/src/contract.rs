@@ -78,6 +78,7 @@ pub const LONDON: &str = "/suntimes?lat=51.5074&lon=-0.1278&date=2024-06-21&tz=E
 
 /// Every function's requests: answers, refusals (4xx with a JSON error), wrong
 /// methods and paths the router does not serve.
+#[allow(clippy::too_many_lines, reason = "a table of cases, one line each")]
 pub fn cases() -> Vec<Case> {
     let seed = br#"{"FirstName":"John","LastName":"Doe","Age":33}"#;
     let patterned: Vec<u8> = (0..1_000_000u32).map(|i| (i % 253) as u8).collect();

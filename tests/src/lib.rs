@@ -118,7 +118,7 @@ impl Server {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
         let mut server = Server { child, addr, log };
-        server.wait_until_accepting(Duration::from_secs(120));
+        server.wait_until_accepting(Duration::from_mins(2));
         server
     }
 
@@ -275,7 +275,7 @@ pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
         "--cache-dir".to_string(),
         cache.display().to_string(),
     ];
-    args.extend(extra_args.iter().map(|arg| arg.to_string()));
+    args.extend(extra_args.iter().map(std::string::ToString::to_string));
     args
 }
 
@@ -363,7 +363,7 @@ pub fn send_with_headers(
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .allow_non_standard_methods(true)
-        .timeout_global(Some(Duration::from_secs(60)))
+        .timeout_global(Some(Duration::from_mins(1)))
         .build()
         .into();
     let mut request = ureq::http::Request::builder().method(method).uri(url);
@@ -448,7 +448,7 @@ pub fn get_within(url: &str, limit: Duration) -> Result<Answer, String> {
 pub fn raw_exchange(addr: SocketAddr, head: &[u8], body_len: usize, chunked: bool) -> Answer {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
+        .set_read_timeout(Some(Duration::from_mins(1)))
         .unwrap();
     stream.write_all(head).expect("write head");
     let mut writer = stream.try_clone().expect("clone");
@@ -459,8 +459,8 @@ pub fn raw_exchange(addr: SocketAddr, head: &[u8], body_len: usize, chunked: boo
             let n = left.min(chunk.len());
             let ok = if chunked {
                 write!(writer, "{n:x}\r\n")
-                    .and_then(|_| writer.write_all(&chunk[..n]))
-                    .and_then(|_| writer.write_all(b"\r\n"))
+                    .and_then(|()| writer.write_all(&chunk[..n]))
+                    .and_then(|()| writer.write_all(b"\r\n"))
             } else {
                 writer.write_all(&chunk[..n])
             };
@@ -573,7 +573,7 @@ impl Server {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
         let mut server = Server { child, addr, log };
-        server.wait_until_accepting(Duration::from_secs(120));
+        server.wait_until_accepting(Duration::from_mins(2));
         server
     }
 
@@ -626,23 +626,6 @@ fn signal_group(signal: &str, pgid: u32) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_plain_and_chunked_responses() {
-        let plain =
-            parse_response(b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n\r\n{}");
-        assert_eq!((plain.status, plain.body.as_slice()), (404, &b"{}"[..]));
-        let chunked = parse_response(
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n5\r\nHello\r\n3\r\n!!!\r\n0\r\n\r\n",
-        );
-        assert_eq!(chunked.body, b"Hello!!!");
-        assert_eq!(chunked.content_type, "text/plain");
-    }
-}
-
 /// Runs `spinbench compare` with `args` from the workspace root, its results
 /// under target/e2e-results/, and returns its report; panics if it fails.
 pub fn compare(args: &[&str], label: &str) -> Value {
@@ -667,4 +650,21 @@ pub fn compare(args: &[&str], label: &str) -> Value {
         .find_map(|l| l.trim().strip_prefix("report: "))
         .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}"));
     serde_json::from_slice(&std::fs::read(workspace_root().join(line.trim())).unwrap()).unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_plain_and_chunked_responses() {
+        let plain =
+            parse_response(b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n\r\n{}");
+        assert_eq!((plain.status, plain.body.as_slice()), (404, &b"{}"[..]));
+        let chunked = parse_response(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n5\r\nHello\r\n3\r\n!!!\r\n0\r\n\r\n",
+        );
+        assert_eq!(chunked.body, b"Hello!!!");
+        assert_eq!(chunked.content_type, "text/plain");
+    }
 }

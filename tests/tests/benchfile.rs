@@ -34,7 +34,7 @@ fn lists_of_names(text: &str, names: &[&str]) -> Vec<String> {
         })
         .collect();
     let mut distinct = arms.clone();
-    distinct.sort();
+    distinct.sort_unstable();
     distinct.dedup();
     if distinct.len() >= 3 {
         found.push(format!("match arms on {distinct:?}"));

@@ -84,6 +84,28 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
         }
     }
 
+    assert_summaries_ordered(&report);
+    assert_load_served(&report, functions.len());
+    assert_installed_hosts_measured(&report, &functions);
+
+    assert!(!report["ratios"].as_array().unwrap().is_empty());
+    assert!(dir.join("report.md").exists());
+    let charts = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "svg")
+        })
+        .count();
+    assert!(charts >= 3, "only {charts} SVG charts in {}", dir.display());
+
+    diff_against_itself_and_a_faster_baseline(&dir.join("report.json"), &results);
+}
+
+fn assert_summaries_ordered(report: &Value) {
     for metric in report["metrics"].as_array().unwrap() {
         let Some(summary) = metric["summary"].as_object() else {
             assert!(
@@ -103,11 +125,13 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
             "unordered summary: {metric}"
         );
     }
+}
 
+fn assert_load_served(report: &Value, functions: usize) {
     // Load: every request answered, and something was served. A scenario that
     // runs in full runs only (io at 10,000 users) is reported as skipped.
     let mut served = 0;
-    for m in support::metrics(&report, "load", "wasm") {
+    for m in support::metrics(report, "load", "wasm") {
         let Some(p50) = m["summary"]["p50"].as_f64() else {
             assert!(
                 m["skipped"].is_string(),
@@ -123,8 +147,10 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
             served += 1;
         }
     }
-    assert!(served >= functions.len(), "a throughput for every function");
+    assert!(served >= functions, "a throughput for every function");
+}
 
+fn assert_installed_hosts_measured(report: &Value, functions: &BTreeSet<&str>) {
     // Hosts that are not installed are reported as skipped, never faked; those
     // that are have a figure (or their limit) for every function, measured
     // over their whole process tree.
@@ -137,7 +163,7 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
             .args(["-c", &format!("command -v {program}")])
             .output()
             .is_ok_and(|o| o.status.success());
-        let rows = support::metrics(&report, "load", host);
+        let rows = support::metrics(report, "load", host);
         if !on_path {
             assert!(
                 rows.iter().all(|m| m["skipped"].is_string()),
@@ -152,7 +178,7 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
             })
             .map(|m| m["function"].as_str().unwrap())
             .collect();
-        assert_eq!(measured, functions, "load on {host}");
+        assert_eq!(&measured, functions, "load on {host}");
         for m in rows.iter().filter(|m| m["metric"] == "server_cpu") {
             let cpu = m["summary"]["p50"].as_f64().unwrap();
             assert!(cpu > 0.0, "{host} used no CPU: {m}");
@@ -162,22 +188,6 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
             );
         }
     }
-
-    assert!(!report["ratios"].as_array().unwrap().is_empty());
-    assert!(dir.join("report.md").exists());
-    let charts = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "svg")
-        })
-        .count();
-    assert!(charts >= 3, "only {charts} SVG charts in {}", dir.display());
-
-    diff_against_itself_and_a_faster_baseline(&dir.join("report.json"), &results);
 }
 
 /// `spinbench diff`: a report against itself passes any gate; against a

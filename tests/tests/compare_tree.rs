@@ -307,7 +307,7 @@ fn ctrl_c_stops_every_process_the_run_started() {
     .unwrap();
     // Wait until the load runs: the wrapper, its server and oha are up.
     let native = artifact("release/cpu-native").display().to_string();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_mins(1);
     loop {
         let running = marked(test);
         let has = |program: &str| running.iter().any(|(_, c)| c.starts_with(program));

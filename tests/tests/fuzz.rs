@@ -87,7 +87,7 @@ proptest! {
     #[test]
     fn io_ms_parses_or_is_a_400(raw in query_string()) {
         match io::io(&head(&raw)) {
-            Ok((wait, _)) => prop_assert!(wait.as_millis() <= io::MAX_MS as u128),
+            Ok((wait, _)) => prop_assert!(wait.as_millis() <= u128::from(io::MAX_MS)),
             Err(error) => prop_assert_eq!(error.status, 400),
         }
     }

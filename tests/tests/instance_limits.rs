@@ -174,7 +174,7 @@ fn the_pool_refuses_components_past_the_counts_at_load() {
         let (status, output) = run_to_exit(
             &artifact("release/spinbench"),
             &args,
-            Duration::from_secs(60),
+            Duration::from_mins(1),
         )
         .unwrap_or_else(|| panic!("{what}: the runner started serving it"));
         assert!(!status.success(), "{what}: {output}");

@@ -7,7 +7,7 @@
 use e2e::{Server, artifact, get, parse_response, workspace_root};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn manifest(name: &str) -> PathBuf {
@@ -60,11 +60,11 @@ fn hello_within(server: &Server, limit: Duration) -> Duration {
     );
 }
 
-fn clients_that_hang_up_free_their_instances(manifest: PathBuf) {
-    let server = Server::runner_with(&manifest, &["--max-concurrent", "8", "--max-queued", "8"]);
+fn clients_that_hang_up_free_their_instances(manifest: &Path) {
+    let server = Server::runner_with(manifest, &["--max-concurrent", "8", "--max-queued", "8"]);
     let addr = server.addr;
     in_parallel(20, move |_| {
-        hang_up(addr, "/io?ms=20000", Duration::from_millis(5))
+        hang_up(addr, "/io?ms=20000", Duration::from_millis(5));
     });
     let took = hello_within(&server, Duration::from_secs(3));
     eprintln!(
@@ -75,12 +75,12 @@ fn clients_that_hang_up_free_their_instances(manifest: PathBuf) {
 
 #[test]
 fn wasip2_clients_that_hang_up_free_their_instances() {
-    clients_that_hang_up_free_their_instances(manifest("spin.toml"));
+    clients_that_hang_up_free_their_instances(&manifest("spin.toml"));
 }
 
 #[test]
 fn wasip3_clients_that_hang_up_free_their_instances() {
-    clients_that_hang_up_free_their_instances(p3_manifest());
+    clients_that_hang_up_free_their_instances(&p3_manifest());
 }
 
 /// 400 clients send a long request and hang up at once: their tasks must not
@@ -135,9 +135,9 @@ fn stalled_echo(addr: SocketAddr) -> (u16, String, Duration) {
     (answer.status, error, took)
 }
 
-fn stalled_bodies_get_408_and_free_their_instances(manifest: PathBuf) {
+fn stalled_bodies_get_408_and_free_their_instances(manifest: &Path) {
     let server = Server::runner_with(
-        &manifest,
+        manifest,
         &[
             "--max-concurrent",
             "8",
@@ -169,12 +169,12 @@ fn stalled_bodies_get_408_and_free_their_instances(manifest: PathBuf) {
 
 #[test]
 fn wasip2_stalled_bodies_get_408_and_free_their_instances() {
-    stalled_bodies_get_408_and_free_their_instances(manifest("spin.toml"));
+    stalled_bodies_get_408_and_free_their_instances(&manifest("spin.toml"));
 }
 
 #[test]
 fn wasip3_stalled_bodies_get_408_and_free_their_instances() {
-    stalled_bodies_get_408_and_free_their_instances(p3_manifest());
+    stalled_bodies_get_408_and_free_their_instances(&p3_manifest());
 }
 
 /// A client asks for a 512 MiB response and never reads it: after the write

@@ -27,7 +27,7 @@ fn send_get(server: &Server, path: &str) -> TcpStream {
 fn cpu_work_leaves_the_async_workers_free() {
     let server = Server::native("cpu");
     // One busy request more than the runtime has workers (one per core).
-    let busy = thread::available_parallelism().map_or(2, |n| n.get()) + 1;
+    let busy = thread::available_parallelism().map_or(2, std::num::NonZero::get) + 1;
     let (done, finished) = mpsc::channel();
     let heavy: Vec<_> = (0..busy)
         .map(|_| {
@@ -143,10 +143,10 @@ fn connections_past_the_cap_wait_until_one_closes() {
 
 #[test]
 fn a_client_that_stops_reading_is_dropped() {
-    let server = Server::native_with("hello", &["--body-read-timeout", "1"]);
     // Each request gets a ~60 KB 404 (the path is quoted back); 500 of them pipelined
     // are far more than the socket buffers hold, so the server's writes stall.
     const REQUESTS: usize = 500;
+    let server = Server::native_with("hello", &["--body-read-timeout", "1"]);
     let path = format!("/{}", "a".repeat(60_000));
     let request = format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n");
     let mut stream = TcpStream::connect(server.addr).expect("connect");

@@ -77,10 +77,10 @@ fn p3_answers_match_p2() {
 
 #[test]
 fn p3_serves_one_components_requests_concurrently() {
+    const N: usize = 24;
     let server = p3_runner(&[]);
     // Warm up (compile or load, first instance).
     assert_eq!(get(&server.url("/io?ms=1")).status, 200);
-    const N: usize = 24;
     let start = Instant::now();
     let handles: Vec<_> = (0..N)
         .map(|_| {

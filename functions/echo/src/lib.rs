@@ -176,7 +176,7 @@ mod tests {
                 "FirstName",
             ),
             (r#"{"FirstName":"J","LastName":"Doe","Age":1"#, "JSON"),
-            (r#"[1,2]"#, "object"),
+            (r"[1,2]", "object"),
             ("", "JSON"),
         ];
         for (body, named) in cases {

@@ -67,7 +67,7 @@ fn head_of(req: &IncomingRequest, reads_body: bool) -> Head {
         let headers = req.headers();
         let header = |name: &str| {
             headers
-                .get(&name.to_string())
+                .get(name)
                 .into_iter()
                 .next()
                 .and_then(|v| String::from_utf8(v).ok())

@@ -150,7 +150,7 @@ impl Body {
             StreamResult::Dropped | StreamResult::Cancelled => {
                 self.stream = None;
                 match self.trailers.take() {
-                    Some(trailers) => trailers.await.map(|_| false).map_err(unreadable),
+                    Some(trailers) => trailers.await.map(|_| false).map_err(|e| unreadable(&e)),
                     None => Ok(false),
                 }
             }
@@ -158,7 +158,7 @@ impl Body {
     }
 }
 
-fn unreadable(error: ErrorCode) -> ApiError {
+fn unreadable(error: &ErrorCode) -> ApiError {
     ApiError::bad_request(format!("request body could not be read: {error:?}"))
 }
 

@@ -95,7 +95,7 @@ pub fn main(endpoint: &Endpoint, mut args: impl Iterator<Item = String>) -> Resu
             "--target" => request.target = value,
             "--content-type" => request.content_type = Some(value),
             "--body-file" => {
-                request.body = std::fs::read(&value).map_err(|e| format!("{value}: {e}"))?
+                request.body = std::fs::read(&value).map_err(|e| format!("{value}: {e}"))?;
             }
             "--status" => status = value.parse().map_err(|_| usage)?,
             other => return Err(format!("unknown argument {other:?}\n{usage}")),
@@ -112,6 +112,7 @@ mod tests {
     use super::*;
     use crate::ApiError;
 
+    #[allow(clippy::unnecessary_wraps, reason = "the signature of `Handler::Head`")]
     fn hello(_: &Head) -> Result<Reply, ApiError> {
         Ok(Reply::text(200, "hi"))
     }

@@ -12,7 +12,11 @@
 //!
 //! Natively, glue's server answers the same status, content type and body.
 
+// `#[http_component]` expands to the component's exported ABI (`export_name`, unsafe
+// blocks), which wit-bindgen generates from the WIT and the canonical ABI; the template's
+// signature returns a `Result` whether or not the handler can fail.
 #[cfg(target_arch = "wasm32")]
+#[allow(unsafe_code, clippy::unnecessary_wraps)]
 mod component {
     use spin_sdk::http::{IntoResponse, Request, Response};
     use spin_sdk::http_component;
@@ -43,6 +47,7 @@ mod native_endpoint {
         cpu_bound: false,
     };
 
+    #[allow(clippy::unnecessary_wraps, reason = "the signature of `Handler::Head`")]
     fn hello(_: &Head) -> Result<Reply, ApiError> {
         Ok(Reply {
             content_type: "text/plain",

@@ -65,20 +65,20 @@ pub fn phase(
     let (e_noon, cos_i) = elongation(noon as f64, nut);
     let q0 = quarter(elongation_of(at_start.0, at_start.1).0);
     let q1 = quarter(elongation_of(at_end.0, at_end.1).0);
-    let name = if q0 != q1 {
-        [
-            PhaseName::NewMoon,
-            PhaseName::FirstQuarter,
-            PhaseName::FullMoon,
-            PhaseName::LastQuarter,
-        ][q1]
-    } else {
+    let name = if q0 == q1 {
         [
             PhaseName::WaxingCrescent,
             PhaseName::WaxingGibbous,
             PhaseName::WaningGibbous,
             PhaseName::WaningCrescent,
         ][quarter(e_noon)]
+    } else {
+        [
+            PhaseName::NewMoon,
+            PhaseName::FirstQuarter,
+            PhaseName::FullMoon,
+            PhaseName::LastQuarter,
+        ][q1]
     };
     Phase {
         name,

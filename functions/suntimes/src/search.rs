@@ -77,9 +77,9 @@ pub fn crossings(times: &[f64], values: &[f64], f: impl Fn(f64) -> f64) -> Cross
 
 fn push(out: &mut Crossings, t: f64, upward: bool) {
     if upward {
-        out.up.push(t)
+        out.up.push(t);
     } else {
-        out.down.push(t)
+        out.down.push(t);
     }
 }
 
@@ -130,8 +130,8 @@ mod tests {
         let c = run(|t| (std::f64::consts::TAU * (t / 86400.0 - 0.25)).sin(), 24);
         assert_eq!(c.up.len(), 1);
         assert_eq!(c.down.len(), 1);
-        assert!((c.up[0] - 21600.0).abs() < 0.1, "{:?}", c);
-        assert!((c.down[0] - 64800.0).abs() < 0.1, "{:?}", c);
+        assert!((c.up[0] - 21600.0).abs() < 0.1, "{c:?}");
+        assert!((c.down[0] - 64800.0).abs() < 0.1, "{c:?}");
     }
 
     #[test]

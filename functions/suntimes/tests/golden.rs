@@ -113,6 +113,10 @@ fn absence(state: &str, above: Absence, below: Absence) -> Absence {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over the golden cases, field by field"
+)]
 fn matches_pyephem_on_every_golden_case() {
     let mut errors = Errors::default();
     let mut worst_phase = (0.0f64, 0.0f64);

@@ -22,13 +22,13 @@ fn solar_offset(lon: f64) -> String {
 /// and 17 days (so every month and season is visited), longitudes spread out.
 fn grid() -> impl Iterator<Item = (f64, f64, String)> {
     (0..=26).flat_map(|i| {
-        let lat = -65.0 + 5.0 * i as f64;
+        let lat = -65.0 + 5.0 * f64::from(i);
         (0..186).step_by(7).map(move |k| {
             let months = k * 13;
             let year = 1900 + months / 12;
             let month = 1 + months % 12;
             let day = 1 + (k * 17) % 28;
-            let lon = -180.0 + ((k * 47 + i * 29) % 361) as f64;
+            let lon = -180.0 + f64::from((k * 47 + i * 29) % 361);
             (lat, lon, format!("{year:04}-{month:02}-{day:02}"))
         })
     })

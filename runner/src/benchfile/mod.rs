@@ -351,7 +351,7 @@ fn request_at(
     })
 }
 
-fn command_line(text: Spanned<String>, dir: &Path, at: At) -> Result<CommandLine, FileError> {
+fn command_line(text: &Spanned<String>, dir: &Path, at: At) -> Result<CommandLine, FileError> {
     let span = text.span();
     let words = shlex::split(text.get_ref())
         .filter(|w| !w.is_empty())
@@ -399,13 +399,13 @@ fn native(n: raw::Native, dir: &Path, at: At) -> Result<Native, FileError> {
             }
             Ok(Variant {
                 host: v.host.into_inner(),
-                command: command_line(v.command, dir, at)?,
+                command: command_line(&v.command, dir, at)?,
                 build: v.build,
             })
         })
         .collect::<Result<_, _>>()?;
     Ok(Native {
-        command: command_line(n.command, dir, at)?,
+        command: command_line(&n.command, dir, at)?,
         plain_calls: n.plain_calls,
         variants,
     })
@@ -468,8 +468,8 @@ fn load(l: Spanned<raw::Load>, probe: &Request, at: At) -> Result<Load, FileErro
 
 /// The 1-based line of byte `offset` in `text`.
 fn line_of(text: &str, offset: usize) -> usize {
-    1 + text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
+    // Lines are what the newlines split: one more than there are newlines.
+    text.as_bytes()[..offset.min(text.len())]
+        .split(|&b| b == b'\n')
         .count()
 }

@@ -5,14 +5,15 @@
 use super::{Function, Run};
 use crate::host::{Host, HostOptions, Origin, PoolSizing};
 use crate::manifest::Manifest;
+use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Result, bail};
 
-const MEASUREMENT: &str = "build_and_size";
+const MEASUREMENT: Measurement = Measurement::BuildAndSize;
 
-pub fn measure(run: &mut Run) -> Result<()> {
+pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
-    let bar = run.progress("build and size", functions.len());
+    let bar = super::progress("build and size", functions.len());
     let (compiles, loads) = if run.plan.quick { (1, 3) } else { (3, 10) };
     for f in functions {
         bar.set_message(f.name.clone());
@@ -48,7 +49,6 @@ pub fn measure(run: &mut Run) -> Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(())
 }
 
 /// (compile times, cache load times) in ms, each from a fresh Host as `serve` builds it.

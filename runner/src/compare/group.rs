@@ -79,15 +79,26 @@ pub fn output(cmd: &mut Command) -> io::Result<Output> {
     output
 }
 
+#[allow(
+    unsafe_code,
+    reason = "kill(2) through libc; sound as the SAFETY comment says"
+)]
 fn signal_group(pgid: u32, signal: libc::c_int) {
     // SAFETY: kill(2) has no memory-safety preconditions; a negative pid
     // addresses the process group. ESRCH (the group is gone) is fine.
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return; // not a pid: there is no such group
+    };
     unsafe {
-        libc::kill(-(pgid as libc::pid_t), signal);
+        libc::kill(-pgid, signal);
     }
 }
 
 /// The exit of child `pid` if it has exited, without reaping it (`WNOWAIT`).
+#[allow(
+    unsafe_code,
+    reason = "waitid(2) through libc; sound as the SAFETY comments say"
+)]
 fn exit_status(pid: u32) -> Option<String> {
     // SAFETY: waitid writes into the zeroed siginfo_t we own; WNOHANG keeps it
     // from blocking, WNOWAIT leaves the child to be reaped by its `Child`.
@@ -96,7 +107,7 @@ fn exit_status(pid: u32) -> Option<String> {
         let r = libc::waitid(
             libc::P_PID,
             pid as libc::id_t,
-            &mut info,
+            &raw mut info,
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         );
         if r != 0 {
@@ -126,7 +137,9 @@ struct Groups {
 }
 
 fn groups() -> std::sync::MutexGuard<'static, Groups> {
-    GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+    GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn register(pgid: u32) {

@@ -9,16 +9,17 @@ use super::http::Request;
 use super::instance_cold_start::{http_request, in_process_host};
 use super::{Function, Run};
 use crate::benchfile::{Body, Hashing};
+use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Context, Result, bail};
 use std::process::Command;
 use std::time::Instant;
 
-const MEASUREMENT: &str = "hashing_per_core";
+const MEASUREMENT: Measurement = Measurement::HashingPerCore;
 /// Untimed samples first (page faults of the buffers, caches).
 const WARMUP: usize = 2;
 
-pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
+pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
     // The function whose benchmark-file entry has `hashing_per_core`.
     let Some((f, spec)) = run
         .plan
@@ -26,10 +27,10 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
         .iter()
         .find_map(|f| Some((f.clone(), f.spec.hashing_per_core.clone()?)))
     else {
-        return Ok(());
+        return;
     };
     let samples = if run.plan.quick { 5 } else { 20 };
-    let bar = run.progress("hashing per core", 4);
+    let bar = super::progress("hashing per core", 4);
     let metric = |host: &str| {
         Metric::new(
             MEASUREMENT,
@@ -66,18 +67,17 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
     for (kind, p3) in [(HostKind::Wasm, false), (HostKind::WasmP3, true)] {
         bar.set_message(kind.name());
         let m = metric(kind.name());
-        run.record(if !run.plan.has_host(kind) {
-            m.skipped(format!("host {} not selected", kind.name()))
-        } else {
+        run.record(if run.plan.has_host(kind) {
             match runtime.block_on(wasm(run, &f, p3, &request, samples)) {
                 Ok(series) => m.samples(series),
                 Err(e) => m.skipped(format!("{e:#}")),
             }
+        } else {
+            m.skipped(format!("host {} not selected", kind.name()))
         });
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(())
 }
 
 /// The file's request, with the quick body size under `--quick`.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// How long a server may take from exec to its first `200` (an empty cache
 /// compiles every component first).
-pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+pub const START_TIMEOUT: Duration = Duration::from_mins(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostKind {
@@ -387,7 +387,6 @@ pub fn allow_concurrency(cmd: &mut Command, kind: HostKind, users: usize) -> Res
     let cap = (users + users / 40).max(1024);
     let pool = (cap + cap / 100).max(1100);
     match kind {
-        HostKind::Native => {}
         HostKind::Wasm | HostKind::WasmP3 if users > 1024 => {
             if kind == HostKind::Wasm {
                 check_map_count(pool)?;
@@ -421,7 +420,9 @@ pub fn allow_concurrency(cmd: &mut Command, kind: HostKind, users: usize) -> Res
                 cmd.env(var, n.to_string());
             }
         }
-        HostKind::Wasm
+        // Below those loads (and natively) every host's defaults hold.
+        HostKind::Native
+        | HostKind::Wasm
         | HostKind::WasmP3
         | HostKind::WasmtimeServe
         | HostKind::WasmtimeServeTuned

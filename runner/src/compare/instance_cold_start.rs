@@ -6,23 +6,25 @@
 
 use super::hosts::{self, Cache, HostKind, Server};
 use super::http::Request;
+use super::outcome::MeasureError;
 use super::{Function, Run};
 use crate::host::{Host, HostOptions};
 use crate::manifest::Manifest;
+use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use std::time::{Duration, Instant};
 
-const MEASUREMENT: &str = "instance_cold_start";
+const MEASUREMENT: Measurement = Measurement::InstanceColdStart;
 /// Untimed instances before each timed series (page faults, caches, branch predictors).
 const WARMUP: usize = 20;
 /// Fresh processes are ~1000× dearer than instances: fewer samples bound the run.
 const MAX_PROCESS_SAMPLES: usize = 100;
 
-pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
+pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
     let functions = run.plan.functions.clone();
-    let bar = run.progress("instance cold start", functions.len() * 3);
+    let bar = super::progress("instance cold start", functions.len() * 3);
     for f in functions {
         bar.set_message(format!("{} plain function", f.name));
         let metric = Metric::new(
@@ -42,7 +44,7 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
         );
         run.record(match floor {
             Ok(samples) => metric.samples(samples),
-            Err(why) => metric.skipped(why),
+            Err(why) => metric.skipped(MeasureError::from(why).reason()),
         });
         bar.inc(1);
 
@@ -62,7 +64,7 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
         });
         run.record(match process_per_request(run, &f, n) {
             Ok(samples) => metric.samples(samples),
-            Err(why) => metric.skipped(why),
+            Err(error) => metric.skipped(error.reason()),
         });
         bar.inc(1);
 
@@ -73,22 +75,21 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(())
 }
 
 fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) -> Vec<Metric> {
     let metric = |name| Metric::new(MEASUREMENT, &f.name, "wasm", name, "us", Better::Lower);
-    let mut metrics = if !run.plan.has_host(HostKind::Wasm) {
-        vec![metric("total").skipped("host wasm not selected")]
-    } else {
+    let mut metrics = if run.plan.has_host(HostKind::Wasm) {
         match runtime.block_on(time_instances(run, f, false)) {
             Ok([total, instantiate, handle]) => vec![
                 metric("total").samples(total),
                 metric("instantiate").samples(instantiate),
                 metric("handle").samples(handle),
             ],
-            Err(e) => vec![metric("total").skipped(format!("{e:#}"))],
+            Err(e) => vec![metric("total").skipped(MeasureError::skipped(&e).reason())],
         }
+    } else {
+        vec![metric("total").skipped("host wasm not selected")]
     };
     // WASIp3 reuse: a request on an already live instance (a new one every 128
     // requests), so this is the warm figure beside wasm's cold one.
@@ -103,7 +104,7 @@ fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) ->
         );
         metrics.push(match runtime.block_on(time_instances(run, f, true)) {
             Ok([total, _, _]) => metric.samples(total),
-            Err(e) => metric.skipped(format!("{e:#}")),
+            Err(e) => metric.skipped(MeasureError::skipped(&e).reason()),
         });
     }
     metrics
@@ -174,15 +175,15 @@ pub fn http_request(probe: &Request) -> Result<http::Request<Bytes>> {
 }
 
 /// A fresh `<name>-native` per request: exec, first 200, kill.
-fn process_per_request(run: &Run, f: &Function, samples: usize) -> Result<Vec<f64>, String> {
+fn process_per_request(run: &Run, f: &Function, samples: usize) -> Result<Vec<f64>, MeasureError> {
     let mut out = Vec::with_capacity(samples);
     // Two untimed starts warm the page cache for the binary.
     for i in 0..2 + samples {
-        let addr = hosts::free_addr().map_err(|e| e.to_string())?;
+        let addr = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
         let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
         let (server, took): (Server, Duration) =
             Server::start(cmd, addr, &f.probe(), &format!("cgi-{}", f.name))
-                .map_err(|e| format!("{e:#}"))?;
+                .map_err(|e| MeasureError::skipped(&e))?;
         drop(server);
         if i >= 2 {
             out.push(took.as_secs_f64() * 1e6);

@@ -12,10 +12,12 @@
 
 use super::hosts::{self, Cache, HostKind, Server};
 use super::oha::{self, OhaReport, Steady};
+use super::outcome::MeasureError;
 use super::scenarios::{Scenario, check_open_files, scenarios};
 use super::tree::{self, Kind};
 use super::{Function, Paths, Plan, Run};
 use crate::benchfile::Variant;
+use crate::model::Measurement;
 use crate::procfs;
 use crate::report::{Better, Metric, describe_outcomes};
 use anyhow::{Context, Result};
@@ -26,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-const MEASUREMENT: &str = "load";
+const MEASUREMENT: Measurement = Measurement::Load;
 /// How often the server's RSS is sampled while the load runs.
 const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// How long the server gets to give memory back before "RSS after" (`--quick`: less).
@@ -425,7 +427,7 @@ fn mark_limit(
 
 /// `compare`'s load measurement: every scenario of every function on every
 /// host, each host started fresh for each scenario.
-pub fn measure_compare(run: &mut Run) -> Result<()> {
+pub fn measure_compare(run: &mut Run) {
     let cores = run.report.machine.cores;
     let functions = run.plan.functions.clone();
     let all: Vec<(&Function, Scenario)> = functions
@@ -445,7 +447,7 @@ pub fn measure_compare(run: &mut Run) -> Result<()> {
             targets.extend(variants.map(|v| (i, HostKind::Native, Some(v))));
         }
     }
-    let bar = run.progress("load", targets.len());
+    let bar = super::progress("load", targets.len());
     for (i, kind, variant) in targets {
         let (f, scenario) = (all[i].0, &all[i].1);
         let host = match variant {
@@ -462,7 +464,7 @@ pub fn measure_compare(run: &mut Run) -> Result<()> {
         };
         let metrics = match load_target(&run.paths, &run.plan, &target, cores) {
             Ok(metrics) => metrics,
-            Err(Skip(why)) => vec![
+            Err(error) => vec![
                 metric(
                     &f.name,
                     &host,
@@ -471,7 +473,7 @@ pub fn measure_compare(run: &mut Run) -> Result<()> {
                     "req/s",
                     Better::Higher,
                 )
-                .skipped(why),
+                .skipped(error.reason()),
             ],
         };
         for metric in metrics {
@@ -480,16 +482,6 @@ pub fn measure_compare(run: &mut Run) -> Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(())
-}
-
-/// Why a host's figures are missing; goes into the report.
-pub struct Skip(pub String);
-
-impl From<anyhow::Error> for Skip {
-    fn from(e: anyhow::Error) -> Skip {
-        Skip(format!("failed: {e:#}"))
-    }
 }
 
 /// One scenario on one host.
@@ -502,18 +494,22 @@ struct Target<'a> {
     scenario: &'a Scenario,
 }
 
-fn load_target(paths: &Paths, plan: &Plan, t: &Target, cores: usize) -> Result<Vec<Metric>, Skip> {
+fn load_target(
+    paths: &Paths,
+    plan: &Plan,
+    t: &Target,
+    cores: usize,
+) -> Result<Vec<Metric>, MeasureError> {
     if let Some(why) = t.scenario.skip {
-        return Err(Skip(why.into()));
+        return Err(MeasureError::Skipped(why.into()));
     }
-    check_open_files(t.scenario).map_err(Skip)?;
+    check_open_files(t.scenario)?;
     let addr = hosts::free_addr()?;
-    let mut cmd =
-        hosts::command(t.kind, t.f, paths, &Cache::Dir(paths.cache_dir()), addr).map_err(Skip)?;
-    hosts::allow_concurrency(&mut cmd, t.kind, t.scenario.users).map_err(Skip)?;
+    let mut cmd = hosts::command(t.kind, t.f, paths, &Cache::Dir(paths.cache_dir()), addr)?;
+    hosts::allow_concurrency(&mut cmd, t.kind, t.scenario.users)?;
     if let Some(variant) = t.variant {
-        ensure_variant(paths, plan, variant).map_err(Skip)?;
-        cmd = hosts::native_command(&variant.command, addr).map_err(Skip)?;
+        ensure_variant(paths, plan, variant)?;
+        cmd = hosts::native_command(&variant.command, addr)?;
     }
     let body = body_file(&paths.work, t.f, t.scenario)?;
     let label = format!("load-{}-{}-{}", t.f.name, t.scenario.users, t.host);
@@ -587,25 +583,25 @@ pub struct LoadArgs {
 
 /// `spinbench load --url`: the same scenarios against a host running elsewhere
 /// (no CPU or RSS figures: the server is not ours to read).
-pub fn main(args: LoadArgs) -> Result<()> {
+pub fn main(args: &LoadArgs) -> Result<()> {
     let started = Instant::now();
     let base = args.url.trim_end_matches('/').to_string();
     let compare_args = super::CompareArgs {
         from: args.from.clone(),
         functions: args.functions.clone(),
         hosts: vec!["native".into()],
-        measurements: vec![MEASUREMENT.into()],
+        measurements: vec![MEASUREMENT.name().into()],
         duration: args.duration,
         samples: 1,
         runs: 1,
         quick: args.quick,
         results_dir: args.results_dir.clone(),
-        keep: Default::default(),
+        keep: crate::report::keep::KeepArgs::default(),
         command_hosts: Vec::new(),
     };
     let file = crate::benchfile::BenchFile::load(&args.from)?;
     let plan = Plan::from_args(&compare_args, super::functions(&file)?)?;
-    let mut report = crate::report::Report::new(std::env::args().collect(), &plan);
+    let mut report = crate::report::Report::new(std::env::args().collect(), plan.info());
     report.plan.hosts = vec!["remote"];
     let cores = args.cores.unwrap_or(report.machine.cores);
     let work = std::env::temp_dir().join(format!("spinbench-load-{}", std::process::id()));
@@ -634,10 +630,12 @@ pub fn main(args: LoadArgs) -> Result<()> {
                         Some(hit) => mark_limit(out, &hit.what, None, hit.clients_saw),
                         None => out,
                     };
-                    out.into_iter().for_each(|m| report.push(m));
+                    for m in out {
+                        report.push(m);
+                    }
                 }
                 Err(e) => {
-                    report.push(m("throughput", "req/s", Better::Higher).skipped(format!("{e:#}")))
+                    report.push(m("throughput", "req/s", Better::Higher).skipped(format!("{e:#}")));
                 }
             }
         }

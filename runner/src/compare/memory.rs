@@ -11,8 +11,10 @@
 
 use super::hosts::{self, Cache, HostKind, Server};
 use super::http::{self, Request};
+use super::outcome::MeasureError;
 use super::tree::{self, Kind};
 use super::{Function, Run};
+use crate::model::Measurement;
 use crate::procfs::{self, Memory};
 use crate::report::{Better, Counted, Metric};
 use anyhow::Result;
@@ -20,7 +22,7 @@ use std::collections::BTreeMap;
 use std::net::TcpStream;
 use std::time::Duration;
 
-const MEASUREMENT: &str = "memory";
+const MEASUREMENT: Measurement = Measurement::Memory;
 /// Requests answered before the idle reading, so lazily touched pages are counted.
 const WARM_REQUESTS: usize = 20;
 /// How long a host that could not hold K requests gets to answer the probe
@@ -33,7 +35,7 @@ const RECOVERY: Duration = Duration::from_secs(10);
 /// requests of a benchmark file should end well within this.
 const HELD_REQUESTS_END_WITHIN: Duration = Duration::from_secs(90);
 
-pub fn measure(run: &mut Run) -> Result<()> {
+pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
     let hosts = run.plan.hosts.clone();
     // The function whose benchmark-file entry holds requests open (`memory.hold`).
@@ -46,7 +48,7 @@ pub fn measure(run: &mut Run) -> Result<()> {
     } else {
         0
     };
-    let bar = run.progress("memory", functions.len() * hosts.len() + per_instance_steps);
+    let bar = super::progress("memory", functions.len() * hosts.len() + per_instance_steps);
     for f in &functions {
         for kind in &hosts {
             bar.set_message(format!("idle {} on {}", f.name, kind.name()));
@@ -86,7 +88,6 @@ pub fn measure(run: &mut Run) -> Result<()> {
         );
     }
     bar.finish_and_clear();
-    Ok(())
 }
 
 /// One figure per host from all K: the least-squares slope of total PSS growth
@@ -128,8 +129,8 @@ fn record_fits(run: &mut Run, function: &str) {
     }
 }
 
-fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server, String> {
-    let addr = hosts::free_addr().map_err(|e| e.to_string())?;
+fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server, MeasureError> {
+    let addr = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
     let cmd = hosts::command(
         kind,
         f,
@@ -137,10 +138,11 @@ fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server,
         &Cache::Dir(run.paths.cache_dir()),
         addr,
     )?;
-    let (server, _) = Server::start(cmd, addr, &f.probe(), label).map_err(|e| format!("{e:#}"))?;
+    let (server, _) =
+        Server::start(cmd, addr, &f.probe(), label).map_err(|e| MeasureError::skipped(&e))?;
     for _ in 0..WARM_REQUESTS {
         http::call(server.addr, &f.probe(), Duration::from_secs(10))
-            .map_err(|e| format!("warm-up: {e:#}"))?;
+            .map_err(|e| MeasureError::Skipped(format!("warm-up: {e:#}")))?;
     }
     // Let the allocator and the runtime settle after the warm-up.
     std::thread::sleep(Duration::from_millis(100));
@@ -148,8 +150,10 @@ fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server,
 }
 
 fn idle(run: &Run, f: &Function, kind: HostKind) -> Vec<Metric> {
-    let reading = start(run, f, kind, &format!("idle-{}-{}", f.name, kind.name()))
-        .and_then(|server| procfs::tree_memory(server.pid()).map_err(|e| format!("{e:#}")));
+    let reading =
+        start(run, f, kind, &format!("idle-{}-{}", f.name, kind.name())).and_then(|server| {
+            procfs::tree_memory(server.pid()).map_err(|e| MeasureError::skipped(&e))
+        });
     [("idle_rss", Kind::Rss), ("idle_pss", Kind::Pss)]
         .into_iter()
         .map(|(name, kind_of)| {
@@ -166,19 +170,19 @@ fn idle(run: &Run, f: &Function, kind: HostKind) -> Vec<Metric> {
                     let (total, counted) = tree::memory(reading, kind_of);
                     m.value(total).processes(counted)
                 }
-                Err(why) => m.skipped(why.clone()),
+                Err(why) => m.skipped(why.reason()),
             }
         })
         .collect()
 }
 
 /// The request of `f` the server holds (the benchmark file's `memory.hold`).
-fn hold_request(f: &Function) -> Result<Request, String> {
+fn hold_request(f: &Function) -> Result<Request, MeasureError> {
     f.spec
         .memory_hold
         .as_ref()
         .map(Request::from)
-        .ok_or_else(|| format!("{} has no memory.hold request", f.name))
+        .ok_or_else(|| MeasureError::Skipped(format!("{} has no memory.hold request", f.name)))
 }
 
 /// Opens `k` connections each carrying `request`, which the server holds;
@@ -223,7 +227,12 @@ fn answered_early(held: Vec<TcpStream>) -> (Vec<TcpStream>, BTreeMap<String, u64
         let _ = stream.set_nonblocking(false);
         let outcome = match http::finish(stream) {
             Ok((status, _)) => status.to_string(),
-            Err(e) if e.chain().any(|c| c.is::<std::io::Error>()) => error_kind(&e),
+            Err(e)
+                if e.chain()
+                    .any(<dyn std::error::Error + 'static>::is::<std::io::Error>) =>
+            {
+                error_kind(&e)
+            }
             Err(_) => "closed without an answer".into(),
         };
         *got.entry(outcome).or_default() += 1;
@@ -270,10 +279,10 @@ fn per_instance_one_server(
     f: &Function,
     kind: HostKind,
     k: usize,
-) -> Result<Held, String> {
+) -> Result<Held, MeasureError> {
     let request = hold_request(f)?;
     let server = start(run, f, kind, &format!("k{k}-{}", kind.name()))?;
-    let tree_memory = || procfs::tree_memory(server.pid()).map_err(|e| format!("{e:#}"));
+    let tree_memory = || procfs::tree_memory(server.pid()).map_err(|e| MeasureError::skipped(&e));
     let before = tree_memory()?;
     let (held, refused) = hold(server.addr, &request, k);
     settle(k);
@@ -291,9 +300,9 @@ fn per_instance_one_server(
         wait_for_answers(waiting, HELD_REQUESTS_END_WITHIN);
         return match server.still_serves(&f.probe(), RECOVERY) {
             Ok(()) => Ok(limit),
-            Err(broke) => Err(format!(
-                "failed: {in_flight} of {k} held requests stayed in flight, then {broke}"
-            )),
+            Err(broke) => Err(MeasureError::Failed(anyhow::anyhow!(
+                "{in_flight} of {k} held requests stayed in flight, then {broke}"
+            ))),
         };
     }
     let growth = |kind_of| {
@@ -312,35 +321,35 @@ fn per_instance_one_server(
 }
 
 /// K native processes, each with one request in flight: total memory / K.
-fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Held, String> {
+fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Held, MeasureError> {
     let request = hold_request(f)?;
     let mut servers = Vec::with_capacity(k);
     let mut held = Vec::with_capacity(k);
     for i in 0..k {
-        let addr = hosts::free_addr().map_err(|e| e.to_string())?;
+        let addr = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
         let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
         let (server, _) = Server::start(cmd, addr, &f.probe(), &format!("k{k}-process-{i}"))
-            .map_err(|e| format!("{e:#}"))?;
+            .map_err(|e| MeasureError::skipped(&e))?;
         held.push(
             http::send(server.addr, &request, Duration::from_secs(10))
-                .map_err(|e| format!("held request {i}: {e:#}"))?,
+                .map_err(|e| MeasureError::Skipped(format!("held request {i}: {e:#}")))?,
         );
         servers.push(server);
     }
     settle(0);
     let mut total = Memory::default();
     for server in &servers {
-        let m = procfs::memory(server.pid()).map_err(|e| format!("{e:#}"))?;
+        let m = procfs::memory(server.pid()).map_err(|e| MeasureError::skipped(&e))?;
         total.rss_bytes += m.rss_bytes;
         total.pss_bytes += m.pss_bytes;
     }
     let (waiting, got) = answered_early(held);
     let in_flight = waiting.len();
     if in_flight < k {
-        return Err(format!(
+        return Err(MeasureError::Skipped(format!(
             "{} of {k} held requests were answered or closed before the reading: {got:?}",
             k - in_flight
-        ));
+        )));
     }
     Ok(Held::All {
         per_instance: Memory {
@@ -357,7 +366,7 @@ fn record_per_instance(
     function: &str,
     host: &str,
     k: usize,
-    result: Result<Held, String>,
+    result: Result<Held, MeasureError>,
 ) {
     let metric =
         |name, unit, better| Metric::new(MEASUREMENT, function, host, name, unit, better).k(k);
@@ -399,11 +408,14 @@ fn record_per_instance(
                 held.value(n as f64).limit(why).clients_saw(clients_saw),
             ]
         }
-        Err(why) => vec![
-            per_instance("pss_per_instance").skipped(why.clone()),
-            per_instance("rss_per_instance").skipped(why.clone()),
-            held.skipped(why),
-        ],
+        Err(error) => {
+            let why = error.reason();
+            vec![
+                per_instance("pss_per_instance").skipped(why.clone()),
+                per_instance("rss_per_instance").skipped(why.clone()),
+                held.skipped(why),
+            ]
+        }
     };
     for m in metrics {
         run.record(m);

@@ -11,6 +11,7 @@ pub mod instance_cold_start;
 pub mod load;
 pub mod memory;
 pub mod oha;
+pub mod outcome;
 pub mod plain;
 pub mod process_cold_start;
 pub mod scenarios;
@@ -18,7 +19,8 @@ pub mod tree;
 
 use crate::benchfile::{BenchFile, Component, Native};
 use crate::manifest::{Manifest, one_component};
-use crate::report::{Metric, Report};
+use crate::model::Measurement;
+use crate::report::{Metric, PlanInfo, Report};
 use anyhow::{Context, Result, bail};
 use hosts::{CommandHost, HostKind};
 use http::Request;
@@ -27,16 +29,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// The measurements, in the order they run and are reported.
-pub const MEASUREMENTS: [&str; 6] = [
-    "build_and_size",
-    "instance_cold_start",
-    "hashing_per_core",
-    "process_cold_start",
-    "memory",
-    "load",
-];
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
@@ -53,7 +45,7 @@ pub struct CompareArgs {
     #[arg(long = "command-host", value_name = "NAME=COMMAND")]
     pub command_hosts: Vec<String>,
     /// Measurements to run (comma-separated): build_and_size, instance_cold_start, hashing_per_core, process_cold_start, memory, load.
-    #[arg(long, value_delimiter = ',', default_values = MEASUREMENTS)]
+    #[arg(long, value_delimiter = ',', default_values = Measurement::names())]
     pub measurements: Vec<String>,
     /// Seconds each load scenario runs per host (after its warm-up).
     #[arg(long, default_value_t = 10.0)]
@@ -225,7 +217,7 @@ impl Drop for Paths {
 pub struct Plan {
     pub functions: Vec<Function>,
     pub hosts: Vec<HostKind>,
-    pub measurements: Vec<String>,
+    pub measurements: Vec<Measurement>,
     pub load_duration: Duration,
     pub warmup: Duration,
     pub samples: usize,
@@ -252,14 +244,18 @@ impl Plan {
                 .collect::<Result<Vec<_>>>()?
         };
         let hosts = hosts(args)?;
-        for m in &args.measurements {
-            if !MEASUREMENTS.contains(&m.as_str()) {
-                bail!(
-                    "unknown measurement {m:?} (one of {})",
-                    MEASUREMENTS.join(", ")
-                );
-            }
-        }
+        let measurements = args
+            .measurements
+            .iter()
+            .map(|m| {
+                Measurement::parse(m).with_context(|| {
+                    format!(
+                        "unknown measurement {m:?} (one of {})",
+                        Measurement::names().join(", ")
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         if !(args.duration > 0.0 && args.duration <= 3600.0) {
             bail!("--duration must be in (0, 3600] seconds");
         }
@@ -267,7 +263,7 @@ impl Plan {
         Ok(Plan {
             functions,
             hosts,
-            measurements: args.measurements.clone(),
+            measurements,
             load_duration: Duration::from_secs_f64(if quick { 1.0 } else { args.duration }),
             warmup: Duration::from_secs_f64(if quick {
                 0.2
@@ -290,8 +286,23 @@ impl Plan {
         })
     }
 
-    pub fn measures(&self, name: &str) -> bool {
-        self.measurements.iter().any(|m| m == name)
+    pub fn measures(&self, measurement: Measurement) -> bool {
+        self.measurements.contains(&measurement)
+    }
+
+    /// What the report says of this plan.
+    pub fn info(&self) -> PlanInfo {
+        PlanInfo {
+            functions: self.functions.iter().map(|f| f.name.clone()).collect(),
+            hosts: self.hosts.iter().map(|h| h.name()).collect(),
+            measurements: self.measurements.clone(),
+            load_duration_s: self.load_duration.as_secs_f64(),
+            warmup_s: self.warmup.as_secs_f64(),
+            samples: self.samples,
+            runs: self.runs,
+            ks: self.ks.clone(),
+            quick: self.quick,
+        }
     }
 
     pub fn has_host(&self, kind: HostKind) -> bool {
@@ -343,29 +354,29 @@ impl Run {
     pub fn record(&mut self, metric: Metric) {
         self.report.push(metric);
     }
+}
 
-    /// A progress bar for `len` steps of `what`.
-    pub fn progress(&self, what: &str, len: usize) -> ProgressBar {
-        let bar = ProgressBar::new(len as u64);
-        bar.set_style(
-            ProgressStyle::with_template("{prefix:>20} [{bar:30}] {pos}/{len} {elapsed} {msg}")
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
-        bar.set_prefix(what.to_string());
-        bar
-    }
+/// A progress bar for `len` steps of `what`.
+pub fn progress(what: &str, len: usize) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>20} [{bar:30}] {pos}/{len} {elapsed} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(what.to_string());
+    bar
 }
 
 /// `spinbench compare`: runs the plan and writes the report; prints where it is.
-pub fn main(args: CompareArgs) -> Result<()> {
+pub fn main(args: &CompareArgs) -> Result<()> {
     let started = Instant::now();
     let baseline = args.keep.read_baseline()?;
     let file = BenchFile::load(&args.from)?;
-    let plan = Plan::from_args(&args, functions(&file)?)?;
+    let plan = Plan::from_args(args, functions(&file)?)?;
     let paths = Paths::new(&file)?;
     let out_dir = args.results_dir.join(crate::report::timestamp());
-    let report = Report::new(std::env::args().collect(), &plan);
+    let report = Report::new(std::env::args().collect(), plan.info());
     let mut run = Run {
         plan,
         paths,
@@ -376,10 +387,9 @@ pub fn main(args: CompareArgs) -> Result<()> {
         .enable_all()
         .build()?;
     group::stop_all_on_signal(&runtime);
-    let result = measure_all(&mut run, &runtime);
+    measure_all(&mut run, &runtime);
     // Every group is stopped by its guard already; this catches any leak.
     group::stop_all();
-    result?;
     hosts::remove_logs();
 
     run.report.finish(started.elapsed());
@@ -392,24 +402,18 @@ pub fn main(args: CompareArgs) -> Result<()> {
     crate::report::keep::keep(&run.report, &args.keep, baseline.as_ref())
 }
 
-fn measure_all(run: &mut Run, runtime: &tokio::runtime::Runtime) -> Result<()> {
-    if run.plan.measures("build_and_size") {
-        build_and_size::measure(run)?;
+fn measure_all(run: &mut Run, runtime: &tokio::runtime::Runtime) {
+    for measurement in Measurement::ALL {
+        if !run.plan.measures(measurement) {
+            continue;
+        }
+        match measurement {
+            Measurement::BuildAndSize => build_and_size::measure(run),
+            Measurement::InstanceColdStart => instance_cold_start::measure(run, runtime),
+            Measurement::HashingPerCore => hashing_per_core::measure(run, runtime),
+            Measurement::ProcessColdStart => process_cold_start::measure(run),
+            Measurement::Memory => memory::measure(run),
+            Measurement::Load => load::measure_compare(run),
+        }
     }
-    if run.plan.measures("instance_cold_start") {
-        instance_cold_start::measure(run, runtime)?;
-    }
-    if run.plan.measures("hashing_per_core") {
-        hashing_per_core::measure(run, runtime)?;
-    }
-    if run.plan.measures("process_cold_start") {
-        process_cold_start::measure(run)?;
-    }
-    if run.plan.measures("memory") {
-        memory::measure(run)?;
-    }
-    if run.plan.measures("load") {
-        load::measure_compare(run)?;
-    }
-    Ok(())
 }

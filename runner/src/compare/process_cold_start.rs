@@ -3,12 +3,14 @@
 //! (compilation included); each process serves one function, like the native one.
 
 use super::hosts::{self, Cache, HostKind, Server};
+use super::outcome::MeasureError;
 use super::{Function, Run};
+use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::Result;
 use std::time::Duration;
 
-const MEASUREMENT: &str = "process_cold_start";
+const MEASUREMENT: Measurement = Measurement::ProcessColdStart;
 
 /// The variants timed for one function: (reported host, host kind, cache).
 fn variants(run: &Run) -> Vec<(&'static str, HostKind, Option<bool>)> {
@@ -25,10 +27,10 @@ fn variants(run: &Run) -> Vec<(&'static str, HostKind, Option<bool>)> {
     out
 }
 
-pub fn measure(run: &mut Run) -> Result<()> {
+pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
     let variants = variants(run);
-    let bar = run.progress("process cold start", functions.len() * variants.len());
+    let bar = super::progress("process cold start", functions.len() * variants.len());
     for f in functions {
         for &(host, kind, warm) in &variants {
             bar.set_message(format!("{} on {host}", f.name));
@@ -41,14 +43,13 @@ pub fn measure(run: &mut Run) -> Result<()> {
             let metric = Metric::new(MEASUREMENT, &f.name, host, "first_200", "ms", Better::Lower);
             let metric = match starts(run, &f, kind, warm, runs) {
                 Ok(samples) => metric.samples(samples),
-                Err(why) => metric.skipped(why),
+                Err(error) => metric.skipped(error.reason()),
             };
             run.record(metric);
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
-    Ok(())
 }
 
 /// `runs` timed starts after one untimed warm-up start (which also fills the
@@ -60,7 +61,7 @@ fn starts(
     kind: HostKind,
     warm: Option<bool>,
     runs: usize,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<f64>, MeasureError> {
     let empty_cache = warm == Some(false);
     let warmups = usize::from(!empty_cache);
     let mut samples = Vec::with_capacity(runs);
@@ -70,7 +71,7 @@ fn starts(
         } else {
             Cache::Dir(run.paths.cache_dir())
         };
-        let took = start_once(run, f, kind, &cache).map_err(|e| format!("{e:#}"));
+        let took = start_once(run, f, kind, &cache).map_err(|e| MeasureError::skipped(&e));
         if let (true, Cache::Dir(dir)) = (empty_cache, &cache) {
             let _ = std::fs::remove_dir_all(dir);
         }

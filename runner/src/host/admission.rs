@@ -99,7 +99,7 @@ impl Admission {
     }
 
     /// Permits currently handed out.
-    #[allow(dead_code, reason = "diagnostics and tests")]
+    #[cfg(test)]
     pub fn in_use(&self) -> usize {
         self.limits.max_concurrent - self.permits.available_permits()
     }

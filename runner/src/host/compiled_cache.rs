@@ -88,8 +88,7 @@ fn private_dir(dir: &Path) -> Result<()> {
 
 /// Owned by the runner's effective user, and writable by no one else.
 fn owned_and_private(meta: &std::fs::Metadata) -> Result<()> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = euid();
     if meta.uid() != euid {
         bail!(
             "owned by uid {}, not by the runner's uid {euid}",
@@ -103,6 +102,13 @@ fn owned_and_private(meta: &std::fs::Metadata) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The runner's effective user id.
+#[allow(unsafe_code, reason = "geteuid(2) through libc; see SAFETY")]
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// Loads the component `wasm` (read from `wasm_path`), from `cache` when it
@@ -157,6 +163,10 @@ fn compile(engine: &Engine, wasm: &[u8], wasm_path: &Path) -> Result<Component> 
         .with_context(|| format!("compiling component {}", wasm_path.display()))
 }
 
+#[allow(
+    unsafe_code,
+    reason = "wasmtime runs the bytes as native code; sound only for verified wasmtime output, see SAFETY"
+)]
 fn deserialize(engine: &Engine, code: &[u8]) -> Result<Component> {
     // SAFETY: `deserialize` trusts `code` to be wasmtime output, as it runs it as
     // native code. `code` is exactly the bytes whose SHA-256 `read_verified`
@@ -254,14 +264,17 @@ impl Header {
 
     /// The file name: one per (wasm, engine) pair.
     fn file_stem(&self) -> String {
+        use std::fmt::Write as _;
         let mut hasher = Sha256::new();
         hasher.update(self.wasm);
         hasher.update(self.engine);
         hasher
             .finalize()
             .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+            .fold(String::new(), |mut hex, byte| {
+                let _ = write!(hex, "{byte:02x}");
+                hex
+            })
     }
 
     fn matches(&self, expected: &Header) -> Result<()> {

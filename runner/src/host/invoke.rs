@@ -3,7 +3,7 @@
 
 use super::admission::Permit;
 use super::reply::Body;
-use super::state::{GuestLimits, RequestState, new_store};
+use super::state::{Limits, RequestState, new_store};
 use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::{Body as _, Frame};
@@ -15,16 +15,6 @@ use wasmtime::Trap;
 use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
-
-/// Per-request settings of one component.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub timeout: Duration,
-    pub max_memory_size: usize,
-    pub guest: GuestLimits,
-    /// The component id, as its guest log lines name it.
-    pub component: &'static str,
-}
 
 /// The guest's handler call; owns the store, so the store (and with it the
 /// response channel) is dropped as soon as the call ends.

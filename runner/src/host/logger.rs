@@ -84,7 +84,9 @@ fn write_lines(receiver: Receiver<Vec<u8>>) {
 /// times (tests, `compare`) keeps one copy of each.
 pub fn component_label(id: &str) -> &'static str {
     static LABELS: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
-    let mut labels = LABELS.lock().unwrap_or_else(|poison| poison.into_inner());
+    let mut labels = LABELS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(label) = labels.get(id) {
         return label;
     }
@@ -120,7 +122,10 @@ impl GuestStderr {
     }
 
     fn capture(&self, bytes: &[u8]) {
-        let mut capture = self.0.lock().unwrap_or_else(|poison| poison.into_inner());
+        let mut capture = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         capture.write(bytes);
     }
 }

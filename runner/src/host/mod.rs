@@ -45,13 +45,13 @@ use guest::GuestConfig;
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
-use invoke::{Failure, Invocation, Limits};
+use invoke::{Failure, Invocation};
 use reply::Body;
 use reuse::Handler;
 use router::{RouteMatch, Router};
 use routes_listing::RoutesListing;
 use spin_headers::ClientAddr;
-use state::RequestState;
+use state::{Limits, RequestState};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -102,19 +102,18 @@ impl Default for HostOptions {
 }
 
 /// How one component was made ready at startup.
-#[allow(dead_code, reason = "in-process API")]
 #[derive(Debug, Clone)]
 pub struct ComponentLoad {
-    pub id: String,
     pub origin: Origin,
     pub elapsed: Duration,
 }
 
 /// A complete response from [`Host::handle_timed`], with where the time went.
-#[allow(dead_code, reason = "in-process API")]
 #[derive(Debug, Clone)]
 pub struct TimedResponse {
     pub status: StatusCode,
+    /// Read by tests only: what compare measures is the status, body and times.
+    #[cfg(test)]
     pub headers: HeaderMap,
     pub body: Bytes,
     /// Creating the store and instantiating the component (the cold-start cost).
@@ -123,10 +122,28 @@ pub struct TimedResponse {
     pub handle: Duration,
 }
 
+impl TimedResponse {
+    /// `collected`: the status, headers and body of the response.
+    fn new(
+        (status, headers, body): (StatusCode, HeaderMap, Bytes),
+        instantiate: Duration,
+        handle: Duration,
+    ) -> Self {
+        #[cfg(not(test))]
+        drop(headers);
+        Self {
+            status,
+            #[cfg(test)]
+            headers,
+            body,
+            instantiate,
+            handle,
+        }
+    }
+}
+
 /// The loaded application: engine, router and one pre-instantiated component per id.
 pub struct Host {
-    engine: Engine,
-    allocation: Allocation,
     router: Router,
     components: BTreeMap<String, Handler>,
     loads: Vec<ComponentLoad>,
@@ -215,15 +232,12 @@ impl Host {
             components.insert(id.clone(), handler);
             limits.insert(id.clone(), component_limits);
             loads.push(ComponentLoad {
-                id,
                 origin: loaded.origin,
                 elapsed: loaded.elapsed,
             });
         }
         let routes_listing = RoutesListing::new(manifest, &router);
         Ok(Self {
-            engine,
-            allocation,
             router,
             components,
             loads,
@@ -316,21 +330,7 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
 }
 
 /// The in-process API, for measuring without HTTP in between (`compare`).
-#[allow(dead_code, reason = "used by the compare subcommand, not by serve")]
 impl Host {
-    pub fn router(&self) -> &Router {
-        &self.router
-    }
-
-    pub fn engine(&self) -> &Engine {
-        &self.engine
-    }
-
-    /// Whether the pooling allocator is in use or the on-demand fallback.
-    pub fn allocation(&self) -> Allocation {
-        self.allocation
-    }
-
     /// How each component was made ready (compiled or loaded from cache).
     pub fn loads(&self) -> &[ComponentLoad] {
         &self.loads
@@ -378,22 +378,19 @@ impl Host {
                 };
                 let handle = start.elapsed();
                 return Ok(match outcome {
-                    Ok((status, headers, body)) => TimedResponse {
-                        status,
-                        headers,
-                        body,
-                        instantiate: Duration::ZERO,
-                        handle,
-                    },
-                    Err(failure) => self.failed_timed(component, failure, Duration::ZERO, handle),
+                    Ok(collected) => TimedResponse::new(collected, Duration::ZERO, handle),
+                    Err(failure) => Self::failed_timed(component, &failure, Duration::ZERO, handle),
                 });
             }
         };
         match invoke::instantiate(pre, request, self.limits[component]).await {
             Ok(invocation) => Ok(self.complete_timed(component, invocation).await),
-            Err(failure) => {
-                Ok(self.failed_timed(component, failure, Duration::ZERO, Duration::ZERO))
-            }
+            Err(failure) => Ok(Self::failed_timed(
+                component,
+                &failure,
+                Duration::ZERO,
+                Duration::ZERO,
+            )),
         }
     }
 
@@ -414,40 +411,27 @@ impl Host {
         let (called, received) = tokio::join!(call, receive);
         let handle = start.elapsed();
         match (received, called) {
-            (Some(Ok((status, headers, body))), _) => TimedResponse {
-                status,
-                headers,
-                body,
-                instantiate,
-                handle,
-            },
+            (Some(Ok(collected)), _) => TimedResponse::new(collected, instantiate, handle),
             // A guest that traps mid-body reports both; its trap says more.
             (_, Err(failure)) | (Some(Err(failure)), Ok(())) => {
-                self.failed_timed(component, failure, instantiate, handle)
+                Self::failed_timed(component, &failure, instantiate, handle)
             }
             (None, Ok(())) => {
-                self.failed_timed(component, Failure::NoResponse, instantiate, handle)
+                Self::failed_timed(component, &Failure::NoResponse, instantiate, handle)
             }
         }
     }
 
     fn failed_timed(
-        &self,
         component: &str,
-        failure: Failure,
+        failure: &Failure,
         instantiate: Duration,
         handle: Duration,
     ) -> TimedResponse {
-        let reply = failure_reply(component, &failure);
+        let reply = failure_reply(component, failure);
         let body = Bytes::from(reply.body.clone());
         let (parts, _) = reply::to_response(reply).into_parts();
-        TimedResponse {
-            status: parts.status,
-            headers: parts.headers,
-            body,
-            instantiate,
-            handle,
-        }
+        TimedResponse::new((parts.status, parts.headers, body), instantiate, handle)
     }
 }
 
@@ -547,7 +531,7 @@ fn with_spin_headers<B>(
         .headers
         .get(http::header::HOST)
         .and_then(|h| h.to_str().ok())
-        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+        .or_else(|| parts.uri.authority().map(http::uri::Authority::as_str))
         .unwrap_or("localhost")
         .to_string();
     let path_and_query = parts

@@ -16,9 +16,9 @@
 use super::admission::Permit;
 use super::engine::EPOCH_TICK;
 use super::flavour::Flavour;
-use super::invoke::{Failure, Limits};
+use super::invoke::Failure;
 use super::reply::Body;
-use super::state::{RequestState, new_reusable_store};
+use super::state::{Limits, RequestState, new_reusable_store};
 use super::tether::{Abandoned, Ledger, Link, Tether};
 use bytes::Bytes;
 use http::{Request, Response};
@@ -110,8 +110,8 @@ impl Reused {
         }
     }
 
-    /// Instances created so far (diagnostics and tests).
-    #[allow(dead_code, reason = "diagnostics and tests")]
+    /// Instances created so far.
+    #[cfg(test)]
     pub fn instances_created(&self) -> u64 {
         self.handler.state().instances.load(Ordering::Relaxed)
     }

@@ -1,9 +1,9 @@
 //! Routing like Spin's HTTP trigger: exact routes and trailing wildcards
 //! (`/foo/...`), the most specific match winning.
 
-use super::spin_headers::RouteHeaders;
 use crate::manifest::HttpRoute;
 use anyhow::{Result, bail};
+use http::HeaderValue;
 
 /// The suffix that makes a route a prefix match.
 const WILDCARD: &str = "/...";
@@ -18,6 +18,26 @@ pub struct Route {
     pub component: String,
     /// Its `spin-*` header values, built once.
     pub headers: RouteHeaders,
+}
+
+/// The `spin-*` header values that depend only on the route (`spin_headers` sets
+/// them), built once when the router is rather than per request. `None` where the
+/// route is not valid header text (non-ASCII): the header is left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteHeaders {
+    /// `spin-matched-route` and `spin-raw-component-route`: the route as written.
+    pub raw: Option<HeaderValue>,
+    /// `spin-component-route`: the route without its wildcard.
+    pub component_route: Option<HeaderValue>,
+}
+
+impl RouteHeaders {
+    fn new(raw: &str, component_route: &str) -> Self {
+        Self {
+            raw: HeaderValue::from_str(raw).ok(),
+            component_route: HeaderValue::from_str(component_route).ok(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

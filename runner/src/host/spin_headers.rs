@@ -25,22 +25,6 @@ impl ClientAddr {
     }
 }
 
-/// The headers that depend only on the route, built once when the router is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteHeaders {
-    raw: Option<HeaderValue>,
-    component_route: Option<HeaderValue>,
-}
-
-impl RouteHeaders {
-    pub fn new(raw: &str, component_route: &str) -> Self {
-        Self {
-            raw: HeaderValue::from_str(raw).ok(),
-            component_route: HeaderValue::from_str(component_route).ok(),
-        }
-    }
-}
-
 /// Sets the headers for a request to `full_url` matched by `matched`, replacing
 /// any value the client sent under the same name (`insert` drops earlier values)
 /// so a client cannot spoof what the host vouches for. Values that are not valid

@@ -2,9 +2,8 @@
 //! wasi:http state, and a hook refusing outbound HTTP.
 
 use super::engine::per_instance;
-use super::invoke::Limits;
 use super::logger::GuestStderr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -21,6 +20,16 @@ pub struct GuestLimits {
     pub max_http_fields_size: usize,
     /// Guest stderr kept per store; the rest is dropped after one marker line.
     pub max_log_bytes: usize,
+}
+
+/// Per-request settings of one component.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub max_memory_size: usize,
+    pub guest: GuestLimits,
+    /// The component id, as its guest log lines name it.
+    pub component: &'static str,
 }
 
 /// Bytes one write to a response body may carry on the host side (wasmtime's

@@ -1,6 +1,11 @@
 //! The manifest as Spin writes it, key by key: what parses, and what `serve`
 //! hosts or refuses (in one line naming the key and pointing at `spin up`).
 
+#![allow(
+    clippy::used_underscore_binding,
+    reason = "`_x` fields are Spin's keys the runner only checks; these tests read them back"
+)]
+
 use super::*;
 
 const REPO_MANIFEST: &str = include_str!("../../../spin.toml");

@@ -3,6 +3,7 @@
 //! latency relative to native.
 
 use super::{Metric, Report};
+use crate::model::Measurement;
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for function in &report.plan.functions {
         let series: Vec<&Metric> = report
-            .metrics_of("instance_cold_start")
+            .metrics_of(Measurement::InstanceColdStart)
             .filter(|m| m.function == *function && m.metric == "total" && m.samples.len() > 1)
             .collect();
         if !series.is_empty() {
@@ -36,7 +37,7 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     let per_k: Vec<&Metric> = report
-        .metrics_of("memory")
+        .metrics_of(Measurement::Memory)
         .filter(|m| m.metric == "pss_per_instance" && m.k.is_some())
         .collect();
     if !per_k.is_empty() {
@@ -57,7 +58,7 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
         ),
     ] {
         let rows: Vec<&Metric> = report
-            .metrics_of("load")
+            .metrics_of(Measurement::Load)
             .filter(|m| m.metric == metric)
             .collect();
         if rows.iter().any(|m| m.summary.is_some()) {
@@ -212,7 +213,7 @@ fn relative_bars(
         .map(|m| m.host.as_str())
         .filter(|h| *h != "native")
         .collect();
-    all_hosts.sort();
+    all_hosts.sort_unstable();
     all_hosts.dedup();
     let hosts = &all_hosts;
     let mut bars = Vec::new(); // (function index, host index, ratio)
@@ -248,7 +249,7 @@ fn relative_bars(
             functions
                 .get(x.round() as usize)
                 .filter(|_| (x - x.round()).abs() < 0.01)
-                .map_or(String::new(), |f| f.to_string())
+                .map_or(String::new(), std::clone::Clone::clone)
         })
         .y_desc("× native")
         .draw()

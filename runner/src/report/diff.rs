@@ -240,7 +240,7 @@ pub fn markdown(changes: &[Change]) -> String {
 }
 
 /// `spinbench diff`: prints the tables; fails with [`Regressed`] past the gate.
-pub fn main(args: DiffArgs) -> anyhow::Result<()> {
+pub fn main(args: &DiffArgs) -> anyhow::Result<()> {
     let old = read(&args.old)?;
     let new = read(&args.new)?;
     compare_with(&old, &new, &args.gate)
@@ -280,7 +280,7 @@ mod tests {
     fn gate(pct: f64, on: &[&str]) -> GateArgs {
         GateArgs {
             fail_above: Some(pct),
-            fail_on: on.iter().map(|s| s.to_string()).collect(),
+            fail_on: on.iter().map(std::string::ToString::to_string).collect(),
         }
     }
 

@@ -61,7 +61,7 @@ pub mod diff;
 pub mod keep;
 pub mod table;
 
-use crate::compare::Plan;
+use crate::model::Measurement;
 use crate::procfs::{self, Machine};
 use crate::stats::{self, Summary};
 use anyhow::{Context, Result};
@@ -82,7 +82,7 @@ pub enum Better {
 /// One figure: a function on a host, summarized over its samples (or skipped).
 #[derive(Debug, Clone, Serialize)]
 pub struct Metric {
-    pub measurement: &'static str,
+    pub measurement: Measurement,
     pub function: String,
     pub host: String,
     pub metric: &'static str,
@@ -107,7 +107,7 @@ pub struct Metric {
 
 impl Metric {
     pub fn new(
-        measurement: &'static str,
+        measurement: Measurement,
         function: &str,
         host: &str,
         metric: &'static str,
@@ -199,7 +199,7 @@ pub struct Counted {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Ratio {
-    pub measurement: &'static str,
+    pub measurement: Measurement,
     pub function: String,
     pub metric: &'static str,
     pub k: Option<usize>,
@@ -220,7 +220,7 @@ pub struct Versions {
 pub struct PlanInfo {
     pub functions: Vec<String>,
     pub hosts: Vec<&'static str>,
-    pub measurements: Vec<String>,
+    pub measurements: Vec<Measurement>,
     pub load_duration_s: f64,
     pub warmup_s: f64,
     pub samples: usize,
@@ -254,13 +254,11 @@ pub fn describe_outcomes(outcomes: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-/// Hosts that are the native side of a comparison.
-pub fn is_baseline(host: &str) -> bool {
-    host.starts_with("native")
-}
+pub use crate::model::is_baseline;
 
 impl Report {
-    pub fn new(command: Vec<String>, plan: &Plan) -> Report {
+    /// An empty report of a run of `plan`, started now.
+    pub fn new(command: Vec<String>, plan: PlanInfo) -> Report {
         Report {
             schema: SCHEMA,
             started_at: rfc3339(SystemTime::now()),
@@ -273,17 +271,7 @@ impl Report {
                 spin: tool_version("spin"),
                 wasmtime: tool_version("wasmtime"),
             },
-            plan: PlanInfo {
-                functions: plan.functions.iter().map(|f| f.name.clone()).collect(),
-                hosts: plan.hosts.iter().map(|h| h.name()).collect(),
-                measurements: plan.measurements.clone(),
-                load_duration_s: plan.load_duration.as_secs_f64(),
-                warmup_s: plan.warmup.as_secs_f64(),
-                samples: plan.samples,
-                runs: plan.runs,
-                ks: plan.ks.clone(),
-                quick: plan.quick,
-            },
+            plan,
             metrics: Vec::new(),
             ratios: Vec::new(),
             warnings: Vec::new(),
@@ -307,7 +295,7 @@ impl Report {
         self.ratios = ratios(&self.metrics);
     }
 
-    pub fn metrics_of<'a>(&'a self, measurement: &'a str) -> impl Iterator<Item = &'a Metric> + 'a {
+    pub fn metrics_of(&self, measurement: Measurement) -> impl Iterator<Item = &Metric> {
         self.metrics
             .iter()
             .filter(move |m| m.measurement == measurement)
@@ -388,7 +376,8 @@ fn rfc3339(t: SystemTime) -> String {
 /// Howard Hinnant's days-to-civil algorithm.
 fn utc_parts(t: SystemTime) -> ((i64, u32, u32), (u64, u64, u64)) {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let days = i64::try_from(secs / 86_400).expect("days since 1970 fit an i64");
+    let rem = secs % 86_400;
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -406,7 +395,15 @@ mod tests {
     use super::*;
 
     fn metric(host: &str, p50: f64) -> Metric {
-        Metric::new("load", "hello", host, "rps", "req/s", Better::Higher).value(p50)
+        Metric::new(
+            Measurement::Load,
+            "hello",
+            host,
+            "rps",
+            "req/s",
+            Better::Higher,
+        )
+        .value(p50)
     }
 
     #[test]
@@ -435,26 +432,30 @@ mod tests {
 
     #[test]
     fn json_shape_is_stable() {
-        let args = crate::compare::CompareArgs {
-            from: "spinbench.toml".into(),
+        let plan = PlanInfo {
             functions: vec![],
-            hosts: vec!["native".into(), "wasm".into()],
-            measurements: vec!["load".into()],
-            duration: 1.0,
+            hosts: vec!["native", "wasm"],
+            measurements: vec![Measurement::Load],
+            load_duration_s: 1.0,
+            warmup_s: 0.2,
             samples: 10,
             runs: 2,
+            ks: vec![1, 10, 100],
             quick: true,
-            results_dir: "results".into(),
-            keep: Default::default(),
-            command_hosts: Vec::new(),
         };
-        let plan = Plan::from_args(&args, vec![]).unwrap();
-        let mut report = Report::new(vec!["spinbench".into()], &plan);
+        let mut report = Report::new(vec!["spinbench".into()], plan);
         report.push(metric("native", 100.0));
         report.push(metric("wasm", 50.0));
         report.push(
-            Metric::new("load", "hello", "spin", "rps", "req/s", Better::Higher)
-                .skipped("`spin` not on PATH"),
+            Metric::new(
+                Measurement::Load,
+                "hello",
+                "spin",
+                "rps",
+                "req/s",
+                Better::Higher,
+            )
+            .skipped("`spin` not on PATH"),
         );
         report.finish(Duration::from_secs(3));
         let json = serde_json::to_value(&report).unwrap();
@@ -498,6 +499,7 @@ mod tests {
             assert!(m.get(key).is_some(), "metric.{key}");
         }
         assert!(m.get("samples").is_none());
+        assert_eq!(m["measurement"], "load");
         for key in [
             "n",
             "min",

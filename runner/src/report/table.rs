@@ -3,7 +3,7 @@
 //! hyperfine's summary. Rendered aligned for the terminal or as Markdown.
 
 use super::{Metric, Report, is_baseline};
-use crate::compare::MEASUREMENTS;
+use crate::model::Measurement;
 use crate::stats;
 
 struct Table {
@@ -111,13 +111,13 @@ pub fn markdown(report: &Report) -> String {
 }
 
 fn tables(report: &Report) -> Vec<Table> {
-    MEASUREMENTS
-        .iter()
+    Measurement::ALL
+        .into_iter()
         .filter_map(|m| table(report, m))
         .collect()
 }
 
-fn table(report: &Report, measurement: &str) -> Option<Table> {
+fn table(report: &Report, measurement: Measurement) -> Option<Table> {
     let metrics: Vec<&Metric> = report.metrics_of(measurement).collect();
     if metrics.is_empty() {
         return None;
@@ -131,7 +131,7 @@ fn table(report: &Report, measurement: &str) -> Option<Table> {
     // Native baselines first, then wasm, then the other runtimes.
     hosts.sort_by_key(|h| (!is_baseline(h), *h != "wasm"));
     let mut header = vec!["function".to_string(), "metric".to_string()];
-    header.extend(hosts.iter().map(|h| h.to_string()));
+    header.extend(hosts.iter().map(std::string::ToString::to_string));
     // The ratio's baseline: the native server, or for in-process cold start
     // (which has none) the process-per-request model.
     let baseline = if hosts.contains(&"native") {
@@ -172,7 +172,7 @@ fn table(report: &Report, measurement: &str) -> Option<Table> {
     }
     notes.extend(tree_notes(&metrics));
     Some(Table {
-        title: measurement.replace('_', " "),
+        title: measurement.name().replace('_', " "),
         header,
         rows,
         notes,
@@ -249,9 +249,9 @@ fn row_label(m: &Metric) -> String {
 
 fn ratio_cell(wasm: Option<&Metric>, native: Option<&Metric>) -> String {
     let (Some(w), Some(n)) = (wasm.and_then(Metric::p50), native.and_then(Metric::p50)) else {
-        return "".into();
+        return String::new();
     };
-    stats::ratio(w, n).map_or("".into(), readable_ratio)
+    stats::ratio(w, n).map_or(String::new(), readable_ratio)
 }
 
 /// A ratio that can be read at any size: `2.00×`, `265×`, and below 1/10
@@ -275,8 +275,8 @@ pub fn fmt(value: f64, unit: &str) -> String {
         "us" => format!("{value:.1} µs"),
         "ms" if value >= 1e3 => format!("{:.2} s", value / 1e3),
         "ms" => format!("{value:.2} ms"),
-        "bytes" if value.abs() >= (1 << 20) as f64 => {
-            format!("{:.1} MiB", value / (1 << 20) as f64)
+        "bytes" if value.abs() >= f64::from(1 << 20) => {
+            format!("{:.1} MiB", value / f64::from(1 << 20))
         }
         "bytes" if value.abs() >= 1024.0 => format!("{:.1} KiB", value / 1024.0),
         "bytes" => format!("{value:.0} B"),
@@ -295,7 +295,7 @@ mod tests {
     fn formats_units() {
         assert_eq!(fmt(1500.0, "us"), "1.50 ms");
         assert_eq!(fmt(12.34, "us"), "12.3 µs");
-        assert_eq!(fmt(3.0 * 1048576.0, "bytes"), "3.0 MiB");
+        assert_eq!(fmt(3.0 * 1_048_576.0, "bytes"), "3.0 MiB");
         assert_eq!(fmt(45678.0, "req/s"), "45.7k req/s");
     }
 
@@ -314,7 +314,7 @@ mod tests {
 
     fn load_metric(host: &str) -> Metric {
         Metric::new(
-            "load",
+            Measurement::Load,
             "io",
             host,
             "throughput",

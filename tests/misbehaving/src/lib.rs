@@ -4,7 +4,10 @@
 //! report of what the sandbox allowed, so a test can assert it allowed nothing;
 //! the "flood" and "alloc" paths answer `200` only if the host let them finish.
 
+// `#[http_component]` expands to the component's exported ABI (`export_name`, unsafe
+// blocks), which wit-bindgen generates from the WIT and the canonical ABI.
 #[cfg(target_arch = "wasm32")]
+#[allow(unsafe_code)]
 mod component {
     use spin_sdk::http::{Fields, Method, Request, Response};
     use spin_sdk::http_component;
@@ -88,10 +91,15 @@ mod component {
         }
     }
 
-    #[allow(unconditional_recursion)] // the point: overflow the stack
+    // The point: overflow the stack, a large frame at a time.
+    #[allow(
+        unconditional_recursion,
+        clippy::only_used_in_recursion,
+        clippy::large_types_passed_by_value
+    )]
     fn recurse(depth: u64, pad: [u8; 1024]) -> u64 {
         std::hint::black_box(&pad);
-        recurse(depth + 1, std::hint::black_box(pad)) + pad[0] as u64
+        recurse(depth + 1, std::hint::black_box(pad)) + u64::from(pad[0])
     }
 
     /// What the sandbox let through; every field should say it was refused or
@@ -99,13 +107,13 @@ mod component {
     /// where the test listens, so only a denial (not a refused connection)
     /// keeps them out; their errors are reported too.
     async fn escape_report(port: usize) -> String {
-        let read_root = std::fs::read_dir("/").map(|d| d.count());
+        let read_root = std::fs::read_dir("/").map(Iterator::count);
         let read_passwd = std::fs::read("/etc/passwd").map(|b| b.len());
         let write_tmp = std::fs::write("/tmp/escaped", b"x");
         let env_vars = std::env::vars().count();
         let tcp = std::net::TcpStream::connect(("127.0.0.1", port as u16)).map(|_| ());
         let udp = std::net::UdpSocket::bind("127.0.0.1:0").map(|_| ());
-        let lookup = std::net::ToSocketAddrs::to_socket_addrs("localhost:80").map(|a| a.count());
+        let lookup = std::net::ToSocketAddrs::to_socket_addrs("localhost:80").map(Iterator::count);
         let outbound = spin_sdk::http::send::<_, spin_sdk::http::Response>(Request::new(
             Method::Get,
             format!("http://127.0.0.1:{port}/"),

@@ -110,7 +110,7 @@ mod tests {
     use super::*;
 
     fn parse_list(list: &[&str]) -> Result<Options, String> {
-        parse(list.iter().map(|s| s.to_string()))
+        parse(list.iter().map(std::string::ToString::to_string))
     }
 
     #[test]

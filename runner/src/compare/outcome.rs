@@ -1,0 +1,71 @@
+//! Why a measurement has no figure for a host: the one error type the measurements
+//! return, and the report's `skipped` text for it. A figure that ran into a host's
+//! limit is not an error: it is a figure with its `limit` set.
+
+use std::fmt;
+
+#[derive(Debug)]
+pub enum MeasureError {
+    /// The measurement does not apply or could not be made here (a host not
+    /// installed, no native command, a scenario for full runs only, a server that
+    /// did not start): `skipped` is the reason as it is.
+    Skipped(String),
+    /// The host broke while it was measured: `skipped` is `failed: <error>`.
+    Failed(anyhow::Error),
+}
+
+impl MeasureError {
+    /// A `Skipped` for an error whose text (with its causes) is the reason.
+    pub fn skipped(error: &anyhow::Error) -> MeasureError {
+        MeasureError::Skipped(format!("{error:#}"))
+    }
+
+    /// What the report's `skipped` says.
+    pub fn reason(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for MeasureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MeasureError::Skipped(why) => f.write_str(why),
+            MeasureError::Failed(error) => write!(f, "failed: {error:#}"),
+        }
+    }
+}
+
+/// The reasons the hosts module gives (a missing program, a missing build).
+impl From<String> for MeasureError {
+    fn from(why: String) -> MeasureError {
+        MeasureError::Skipped(why)
+    }
+}
+
+/// An error while measuring: the host (or our side of it) failed.
+impl From<anyhow::Error> for MeasureError {
+    fn from(error: anyhow::Error) -> MeasureError {
+        MeasureError::Failed(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_says_skipped_reasons_as_they_are_and_failures_as_failed() {
+        let skipped = MeasureError::from("`spin` not on PATH".to_string());
+        assert_eq!(skipped.reason(), "`spin` not on PATH");
+        let cause = anyhow::anyhow!("connection refused").context("warm-up");
+        assert_eq!(
+            MeasureError::from(cause).reason(),
+            "failed: warm-up: connection refused"
+        );
+        let cause = anyhow::anyhow!("exit status: 1").context("starting the server");
+        assert_eq!(
+            MeasureError::skipped(&cause).reason(),
+            "starting the server: exit status: 1"
+        );
+    }
+}
