@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Splits a callgrind profile's instructions (Ir) into the phases of a request,
 per request when given the number of requests the profile counted. How the
-profiles are made: docs/performance-breakdown.md, "Method".
+profiles are made: docs/performance.md, "Where a hello request's time goes".
 
 Usage: callgrind_phases.py PROFILE RULES [REQUESTS]
 
