@@ -137,8 +137,7 @@ fn wasip3_complete_responses_give_their_permits_back() {
             let answer = e2e::raw_exchange(addr, &request("/io?ms=3000"), 0, false);
             seen.lock().unwrap().push(answer.status);
         });
-        let statuses = statuses.lock().unwrap().clone();
-        statuses
+        statuses.lock().unwrap().clone()
     });
     std::thread::sleep(Duration::from_millis(500));
     for i in 0..8 {
