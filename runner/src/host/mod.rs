@@ -318,7 +318,7 @@ impl Host {
     }
 }
 
-/// The `Content-Length` a request declares, if any (and parseable).
+/// The `Content-Length` a request or response declares, if any (and parseable).
 fn declared_length(headers: &HeaderMap) -> Option<u64> {
     headers
         .get(http::header::CONTENT_LENGTH)?
