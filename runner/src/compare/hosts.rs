@@ -244,6 +244,50 @@ pub fn free_addr() -> Result<SocketAddr> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
 }
 
+/// A host that exited before it answered once: it cannot serve this component
+/// (`wasmtime serve` refuses one that imports Spin's interfaces), which the
+/// measurements report as skipped with what it said, not as a host that broke.
+#[derive(Debug)]
+pub struct NeverServed {
+    status: String,
+    /// Its error line (or last line) on stderr.
+    said: String,
+}
+
+impl std::fmt::Display for NeverServed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exited ({}) before answering", self.status)?;
+        if !self.said.is_empty() {
+            write!(f, ": {}", self.said)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for NeverServed {}
+
+#[cfg(test)]
+impl NeverServed {
+    pub fn for_test(status: &str, said: &str) -> NeverServed {
+        NeverServed {
+            status: status.into(),
+            said: said.into(),
+        }
+    }
+}
+
+/// What a host that gave up said: its last `Error:` line (a backtrace may follow
+/// it, as from `wasmtime serve`), else its last non-empty line; at most 300 characters.
+fn last_line(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines = || text.lines().rev().map(str::trim).filter(|l| !l.is_empty());
+    let line = lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("error"))
+        .or_else(|| lines().next())
+        .unwrap_or("");
+    line.chars().take(300).collect()
+}
+
 /// A running host process, in a process group of its own with everything it
 /// starts; the group is stopped on drop (`group`).
 pub struct Server {
@@ -287,7 +331,11 @@ impl Server {
     fn wait_ready(&self, probe: &Request, started: Instant) -> Result<()> {
         while started.elapsed() < START_TIMEOUT {
             if let Some(status) = self.group.exited() {
-                bail!("exited ({status}) before answering");
+                return Err(NeverServed {
+                    status: status.to_string(),
+                    said: last_line(&self.log),
+                }
+                .into());
             }
             match http::call(self.addr, probe, Duration::from_secs(10)) {
                 Ok((200, _)) => return Ok(()),

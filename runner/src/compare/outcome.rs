@@ -2,6 +2,7 @@
 //! return, and the report's `skipped` text for it. A figure that ran into a host's
 //! limit is not an error: it is a figure with its `limit` set.
 
+use super::hosts::NeverServed;
 use std::fmt;
 
 #[derive(Debug)]
@@ -42,9 +43,13 @@ impl From<String> for MeasureError {
     }
 }
 
-/// An error while measuring: the host (or our side of it) failed.
+/// An error while measuring: the host (or our side of it) failed, unless the
+/// host never served at all (it refused the component at start).
 impl From<anyhow::Error> for MeasureError {
     fn from(error: anyhow::Error) -> MeasureError {
+        if error.downcast_ref::<NeverServed>().is_some() {
+            return MeasureError::skipped(&error);
+        }
         MeasureError::Failed(error)
     }
 }
@@ -66,6 +71,22 @@ mod tests {
         assert_eq!(
             MeasureError::skipped(&cause).reason(),
             "starting the server: exit status: 1"
+        );
+    }
+
+    /// A host that refused the component at start never served: skipped with
+    /// what it said, not "failed".
+    #[test]
+    fn a_host_that_never_served_is_skipped_with_what_it_said() {
+        let refused = anyhow::Error::new(NeverServed::for_test(
+            "exit status: 1",
+            "Error: component imports instance `fermyon:spin/variables@2.0.0`",
+        ))
+        .context("load-x did not become ready");
+        assert_eq!(
+            MeasureError::from(refused).reason(),
+            "load-x did not become ready: exited (exit status: 1) before answering: \
+             Error: component imports instance `fermyon:spin/variables@2.0.0`"
         );
     }
 }
