@@ -105,7 +105,7 @@ fn base_config(wasip3: bool) -> Config {
     // WASIp3 components need the component model's async ABI and the store's
     // concurrency machinery. WASIp2 ones use neither, and without them every
     // instantiation and call does less bookkeeping: `hello`'s instance cold
-    // start 30 -> 23 µs (README, Levers). So they are on only when needed.
+    // start 30 -> 23 µs (docs/performance.md, Levers). So they are on only when needed.
     config.wasm_component_model_async(wasip3);
     config.concurrency_support(wasip3);
     config.strategy(wasmtime::Strategy::Cranelift);
