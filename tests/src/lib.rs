@@ -631,12 +631,18 @@ fn signal_group(signal: &str, pgid: u32) -> bool {
 pub fn compare(args: &[&str], label: &str) -> Value {
     let results =
         workspace_root().join(format!("target/e2e-results/{label}-{}", std::process::id()));
+    compare_into(&results, args).0
+}
+
+/// Runs `spinbench compare --results-dir results args...` from the workspace
+/// root and returns its report and the report's path; panics if it fails.
+pub fn compare_into(results: &Path, args: &[&str]) -> (Value, PathBuf) {
     let output = Command::new(artifact("release/spinbench"))
         .current_dir(workspace_root())
         .arg("compare")
-        .args(args)
         .arg("--results-dir")
-        .arg(&results)
+        .arg(results)
+        .args(args)
         .output()
         .expect("spinbench compare runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -647,9 +653,12 @@ pub fn compare(args: &[&str], label: &str) -> Value {
     );
     let line = stdout
         .lines()
+        .chain(stderr.lines())
         .find_map(|l| l.trim().strip_prefix("report: "))
-        .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}"));
-    serde_json::from_slice(&std::fs::read(workspace_root().join(line.trim())).unwrap()).unwrap()
+        .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}\n{stderr}"));
+    let path = workspace_root().join(line.trim());
+    let report = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    (report, path)
 }
 
 #[cfg(test)]

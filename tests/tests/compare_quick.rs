@@ -20,29 +20,17 @@ fn spinbench(args: &[&str]) -> Output {
 
 fn run_quick_compare(results: &Path) -> (Value, PathBuf) {
     let exports = results.join("exports");
-    let output = Command::new(artifact("release/spinbench"))
-        .current_dir(workspace_root())
-        .args(["compare", "--quick", "--results-dir"])
-        .arg(results)
-        .arg("--export-json")
-        .arg(exports.join("report.json"))
-        .arg("--export-markdown")
-        .arg(exports.join("report.md"))
-        .output()
-        .expect("spinbench compare runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "compare failed:\n{stdout}\n{stderr}"
+    let (json, md) = (exports.join("report.json"), exports.join("report.md"));
+    let (report, report_path) = e2e::compare_into(
+        results,
+        &[
+            "--quick",
+            "--export-json",
+            json.to_str().unwrap(),
+            "--export-markdown",
+            md.to_str().unwrap(),
+        ],
     );
-    let report_line = stdout
-        .lines()
-        .chain(stderr.lines())
-        .find_map(|l| l.trim().strip_prefix("report: "))
-        .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}\n{stderr}"));
-    let report_path = workspace_root().join(report_line.trim());
-    let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
     // The exports are the same report.
     let exported: Value =
         serde_json::from_slice(&std::fs::read(exports.join("report.json")).unwrap()).unwrap();

@@ -332,7 +332,7 @@ impl Server {
         while started.elapsed() < START_TIMEOUT {
             if let Some(status) = self.group.exited() {
                 return Err(NeverServed {
-                    status: status.to_string(),
+                    status: status.clone(),
                     said: last_line(&self.log),
                 }
                 .into());
