@@ -247,7 +247,8 @@ fn compare_against_a_baseline_gates_on_a_chosen_figure() {
         std::process::id()
     ));
     let results_arg = results.to_str().unwrap().to_string();
-    let first = spinbench(&[
+    // Both runs: hello's build and size only.
+    let hello_size = [
         "compare",
         "--quick",
         "--functions",
@@ -256,9 +257,9 @@ fn compare_against_a_baseline_gates_on_a_chosen_figure() {
         "build_and_size",
         "--results-dir",
         &results_arg,
-        "--export-json",
-        &format!("{results_arg}/first.json"),
-    ]);
+    ];
+    let first_json = format!("{results_arg}/first.json");
+    let first = spinbench(&[&hello_size[..], &["--export-json", &first_json]].concat());
     assert!(
         first.status.success(),
         "{}",
@@ -270,22 +271,20 @@ fn compare_against_a_baseline_gates_on_a_chosen_figure() {
     halve(&mut smaller, "build_and_size", "binary_size");
     let baseline = results.join("smaller.json");
     std::fs::write(&baseline, serde_json::to_vec(&smaller).unwrap()).unwrap();
-    let gated = spinbench(&[
-        "compare",
-        "--quick",
-        "--functions",
-        "hello",
-        "--measurements",
-        "build_and_size",
-        "--results-dir",
-        &results_arg,
-        "--baseline",
-        baseline.to_str().unwrap(),
-        "--fail-above",
-        "10",
-        "--fail-on",
-        "build_and_size.binary_size",
-    ]);
+    let gated = spinbench(
+        &[
+            &hello_size[..],
+            &[
+                "--baseline",
+                baseline.to_str().unwrap(),
+                "--fail-above",
+                "10",
+                "--fail-on",
+                "build_and_size.binary_size",
+            ],
+        ]
+        .concat(),
+    );
     let stdout = String::from_utf8_lossy(&gated.stdout);
     let stderr = String::from_utf8_lossy(&gated.stderr);
     assert_eq!(gated.status.code(), Some(3), "{stdout}\n{stderr}");
