@@ -25,7 +25,7 @@ use anyhow::{Context, Result, bail};
 use hosts::{CommandHost, HostKind};
 use http::Request;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -140,8 +140,9 @@ pub struct Paths {
     /// The app's manifest and its WASIp3 flavour's.
     manifest: PathBuf,
     p3_manifest: Option<PathBuf>,
-    /// One-component manifests written beside the app's. Removed at the end.
-    written: Mutex<BTreeSet<PathBuf>>,
+    /// One-component manifests written beside the app's, by flavour and
+    /// component id: written once, read by every start. Removed at the end.
+    written: Mutex<BTreeMap<(&'static str, String), PathBuf>>,
 }
 
 impl Paths {
@@ -183,18 +184,19 @@ impl Paths {
         f: &Function,
         wasm: &Path,
         manifest: &Path,
-        flavour: &str,
+        flavour: &'static str,
     ) -> Result<PathBuf> {
         if !wasm.is_file() {
             bail!("{} not found (build it first)", wasm.display());
         }
+        let mut written = self.written.lock().expect("never poisoned");
+        let key = (flavour, f.name.clone());
+        if let Some(path) = written.get(&key) {
+            return Ok(path.clone());
+        }
         let tag = format!("{}-{flavour}", std::process::id());
-        let path = one_component::write_beside(manifest, &f.name, &tag)?;
-        let path = std::fs::canonicalize(&path)?;
-        self.written
-            .lock()
-            .expect("never poisoned")
-            .insert(path.clone());
+        let path = std::fs::canonicalize(one_component::write_beside(manifest, &f.name, &tag)?)?;
+        written.insert(key, path.clone());
         Ok(path)
     }
 
@@ -207,7 +209,7 @@ impl Paths {
 impl Drop for Paths {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.work);
-        for path in self.written.get_mut().expect("never poisoned").iter() {
+        for path in self.written.get_mut().expect("never poisoned").values() {
             let _ = std::fs::remove_file(path);
         }
     }
