@@ -111,6 +111,55 @@ fn wasip3_orphans_cannot_fill_the_pool() {
     eprintln!("/hello answered {took:?} after 400 hang-ups");
 }
 
+/// `clients` parallel GETs of `path`; their statuses, sorted.
+fn statuses_of(addr: SocketAddr, path: &'static str, clients: usize) -> Vec<u16> {
+    let statuses = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = statuses.clone();
+    in_parallel(clients, move |_| {
+        let answer = get(&format!("http://{addr}{path}"));
+        seen.lock().unwrap().push(answer.status);
+    });
+    let mut statuses = statuses.lock().unwrap().clone();
+    statuses.sort_unstable();
+    statuses
+}
+
+/// Idle WASIp3 instances hold pool slots but no permits. Four `io` instances,
+/// kept idle for a minute, leave one slot of five: without the reclaim, three
+/// of four concurrent `cpu` requests get `503 no instance of "cpu" available`
+/// until the idle ones time out. With it, the idle instances give their slots
+/// to the component that needs them, whichever it is.
+#[test]
+fn idle_wasip3_instances_give_their_slots_to_other_components() {
+    let server = Server::runner_with(
+        &p3_manifest(),
+        &[
+            "--max-concurrent",
+            "4",
+            "--max-instances",
+            "5",
+            "--max-instance-concurrent-reuse-count",
+            "1",
+            "--idle-instance-timeout",
+            "60s",
+        ],
+    );
+    let addr = server.addr;
+    for (path, component) in [
+        ("/io?ms=300", "io"),
+        ("/cpu?ms=100", "cpu"),
+        ("/io?ms=100", "io again"),
+    ] {
+        assert_eq!(
+            statuses_of(addr, path, 4),
+            vec![200; 4],
+            "{component}: four at once, beside idle instances\n{}",
+            server.log()
+        );
+    }
+    assert_eq!(get(&server.url("/hello")).status, 200, "{}", server.log());
+}
+
 /// A busy WASIp3 host queues requests while it has capacity, rather than
 /// refusing them: a response delivered in full gives its permit back at once
 /// and leaves its instance open. hyper stops polling a body once its

@@ -3,6 +3,7 @@
 
 use super::admission::Permit;
 use super::reply::Body;
+use super::slots::Slot;
 use super::state::{Limits, RequestState, new_store};
 use bytes::Bytes;
 use http::{Request, Response};
@@ -28,6 +29,23 @@ pub struct Invocation {
     pub instantiate: Duration,
     pub call: GuestCall,
     pub response: ResponseReceiver,
+}
+
+/// What a live WASIp2 instance holds until its call ends: its request's
+/// admission permit and, when idle WASIp3 instances share the pool, its slot.
+/// Held only to be dropped with the instance.
+pub struct Holds {
+    _permit: Permit,
+    _slot: Option<Slot>,
+}
+
+impl Holds {
+    pub fn new(permit: Permit, slot: Option<Slot>) -> Self {
+        Self {
+            _permit: permit,
+            _slot: slot,
+        }
+    }
 }
 
 /// Why a request got no response from its component.
@@ -146,11 +164,11 @@ where
 }
 
 /// Drives the guest's call until it sends its response head, and returns the
-/// response with the call and `permit` inside its body: the guest runs on as
+/// response with the call and `holds` inside its body: the guest runs on as
 /// the body is read, and dropping the response (the client went away, or
 /// stopped reading) drops the instance and its permit with it. No task is
 /// spawned unless the guest outlives a completely sent response.
-pub async fn respond(invocation: Invocation, permit: Permit) -> Result<Response<Body>, Failure> {
+pub async fn respond(invocation: Invocation, holds: Holds) -> Result<Response<Body>, Failure> {
     let Invocation {
         mut call,
         mut response,
@@ -163,7 +181,7 @@ pub async fn respond(invocation: Invocation, permit: Permit) -> Result<Response<
                 use http_body_util::BodyExt;
                 GuestBody {
                     body,
-                    call: Some((call, permit)),
+                    call: Some((call, holds)),
                     ended: false,
                 }
                 .boxed_unsync()
@@ -181,7 +199,7 @@ pub async fn respond(invocation: Invocation, permit: Permit) -> Result<Response<
 /// permit) until the call ends.
 struct GuestBody {
     body: Body,
-    call: Option<(GuestCall, Permit)>,
+    call: Option<(GuestCall, Holds)>,
     /// The body was read to its end.
     ended: bool,
 }
@@ -220,7 +238,7 @@ impl hyper::body::Body for GuestBody {
 
 impl Drop for GuestBody {
     fn drop(&mut self) {
-        let Some((call, permit)) = self.call.take() else {
+        let Some((call, holds)) = self.call.take() else {
             return;
         };
         // Sent in full: the guest may finish what it does after its response
@@ -231,7 +249,7 @@ impl Drop for GuestBody {
         {
             runtime.spawn(async move {
                 let _ = call.await;
-                drop(permit);
+                drop(holds);
             });
         }
     }

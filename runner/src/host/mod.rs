@@ -20,6 +20,7 @@ mod reuse;
 pub mod router;
 mod routes_listing;
 mod server;
+mod slots;
 pub mod spin_headers;
 mod state;
 mod tether;
@@ -45,16 +46,18 @@ use guest::GuestConfig;
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
-use invoke::{Failure, Invocation};
+use invoke::{Failure, Holds, Invocation};
 use reply::Body;
 use reuse::Handler;
 use router::{RouteMatch, Router};
 use routes_listing::RoutesListing;
+use slots::Slots;
 use spin_headers::ClientAddr;
 use state::{Limits, RequestState};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -150,6 +153,9 @@ pub struct Host {
     /// Each component's per-request limits (they differ only in its id).
     limits: BTreeMap<String, Limits>,
     admission: Admission,
+    /// The pool's slots, taken by every instance when a component is a WASIp3
+    /// one (its idle instances hold slots without permits).
+    slots: Option<Arc<Slots>>,
     body_limits: BodyLimits,
     /// `spin-client-addr` of in-process requests.
     in_process_client: ClientAddr,
@@ -193,6 +199,8 @@ impl Host {
                 admission.queue_timeout
             );
         }
+        let slots = wasip3
+            .then(|| Slots::new(options.pool.max_instances as usize, admission.queue_timeout));
         engine::spawn_epoch_ticker(&engine)?;
         let linker = linker(&engine, wasip3)?;
         let cache = options
@@ -220,9 +228,15 @@ impl Host {
                 .with_context(|| format!("loading component {id:?}"))?;
             let guest = guests.remove(&id).unwrap_or_default();
             let pre = guest.instantiate_pre(&linker, &loaded.component, &imports)?;
-            let handler = Handler::new(pre, flavour, component_limits, options.reuse)
-                .map_err(anyhow::Error::from)
-                .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
+            let handler = Handler::new(
+                pre,
+                flavour,
+                component_limits,
+                options.reuse,
+                slots.as_ref(),
+            )
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
             eprintln!(
                 "{id}: {} in {:.1?} ({})",
                 origin_text(loaded.origin),
@@ -243,6 +257,7 @@ impl Host {
             loads,
             limits,
             admission: Admission::new(admission),
+            slots,
             body_limits: BodyLimits {
                 max_size: options.max_request_body,
                 read_timeout: options.body_read_timeout,
@@ -285,12 +300,13 @@ impl Host {
         let request = with_spin_headers(request, &matched, client)
             .map(|body| GuardedBody::new(body, self.body_limits, fault.clone()));
         let response = match &self.components[component] {
-            Handler::Fresh(pre) => {
-                match invoke::instantiate(pre, request, self.limits[component]).await {
-                    Ok(invocation) => invoke::respond(invocation, permit).await,
+            Handler::Fresh(pre) => match self.take_slot().await {
+                Ok(slot) => match invoke::instantiate(pre, request, self.limits[component]).await {
+                    Ok(invocation) => invoke::respond(invocation, Holds::new(permit, slot)).await,
                     Err(failure) => Err(failure),
-                }
-            }
+                },
+                Err(failure) => Err(failure),
+            },
             Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
         };
         let response = response
@@ -310,6 +326,17 @@ impl Host {
             ),
         };
         (reply::to_response(fault_reply.to_reply()), Some(component))
+    }
+
+    /// A pool slot for a fresh instance, when idle WASIp3 instances share the pool.
+    async fn take_slot(&self) -> Result<Option<slots::Slot>, Failure> {
+        match &self.slots {
+            None => Ok(None),
+            Some(slots) => match slots.take().await {
+                Ok(slot) => Ok(Some(slot)),
+                Err(none) => Err(Failure::Overloaded(wasmtime::Error::new(none))),
+            },
+        }
     }
 
     /// The `503` for a request that found no free instance.

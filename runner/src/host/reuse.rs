@@ -11,13 +11,16 @@
 //! `500`. A request whose client goes away before its response is complete,
 //! or whose deadline passes, cannot be cancelled alone (see `tether`): its
 //! instance stops taking requests, keeps that request's permit, and is dropped
-//! as soon as no other request in it still has a client waiting.
+//! as soon as no other request in it still has a client waiting. An instance
+//! holds a pool slot for its whole life, idle too, and gives it up early when
+//! an instance of any component needs one (`slots`).
 
 use super::admission::Permit;
 use super::engine::EPOCH_TICK;
 use super::flavour::Flavour;
 use super::invoke::Failure;
 use super::reply::Body;
+use super::slots::{NoSlot, Slot, Slots};
 use super::state::{Limits, RequestState, new_reusable_store};
 use super::tether::{Abandoned, Ledger, Link, Tether};
 use bytes::Bytes;
@@ -29,6 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use tokio::sync::futures::OwnedNotified;
 use wasmtime::component::{GuestTaskId, InstancePre};
 use wasmtime::{Store, StoreContextMut};
 use wasmtime_wasi_http::handler::{
@@ -78,15 +82,26 @@ pub enum Handler {
 }
 
 impl Handler {
+    /// `slots`: the pool's slots, which a WASIp3 component's instances need.
     pub fn new(
         pre: InstancePre<RequestState>,
         flavour: Flavour,
         limits: Limits,
         reuse: ReuseLimits,
+        slots: Option<&Arc<Slots>>,
     ) -> wasmtime::Result<Self> {
         Ok(match flavour {
             Flavour::P2 => Handler::Fresh(wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)?),
-            Flavour::P3 => Handler::Reused(Reused::new(ServicePre::new(pre)?, limits, reuse)),
+            Flavour::P3 => {
+                let slots = slots
+                    .ok_or_else(|| wasmtime::Error::msg("a WASIp3 component needs pool slots"))?;
+                Handler::Reused(Reused::new(
+                    ServicePre::new(pre)?,
+                    limits,
+                    reuse,
+                    slots.clone(),
+                ))
+            }
         })
     }
 }
@@ -98,12 +113,18 @@ pub struct Reused {
 }
 
 impl Reused {
-    fn new(pre: ServicePre<RequestState>, limits: Limits, reuse: ReuseLimits) -> Self {
+    fn new(
+        pre: ServicePre<RequestState>,
+        limits: Limits,
+        reuse: ReuseLimits,
+        slots: Arc<Slots>,
+    ) -> Self {
         Self {
             handler: ProxyHandler::new(Instantiator {
                 pre: ProxyPre::P3(pre),
                 limits,
                 reuse,
+                slots,
                 instances: AtomicU64::new(0),
             }),
             limits,
@@ -214,11 +235,14 @@ fn failure(error: wasmtime::Error, timeout: Duration) -> Failure {
     if error.downcast_ref::<ExpirationError>().is_some() {
         return Failure::Timeout(timeout);
     }
-    if let Some(instantiation) = error.downcast_ref::<InstantiationError<()>>() {
+    // The type parameter is the worker's request data: a downcast with any
+    // other type misses, and a full pool would be a 500.
+    if let Some(instantiation) = error.downcast_ref::<InstantiationError<Arc<Link>>>() {
         let cause = &instantiation.error;
         if cause
             .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
             .is_some()
+            || cause.downcast_ref::<NoSlot>().is_some()
         {
             return Failure::Overloaded(wasmtime::Error::msg(format!("{cause}")));
         }
@@ -242,6 +266,7 @@ struct Instantiator {
     pre: ProxyPre<RequestState>,
     limits: Limits,
     reuse: ReuseLimits,
+    slots: Arc<Slots>,
     instances: AtomicU64,
 }
 
@@ -251,6 +276,7 @@ impl HandlerState for Instantiator {
     type WorkerState = Worker;
 
     async fn instantiate(&self) -> wasmtime::Result<Instance<RequestState, Expiration, Worker>> {
+        let slot = self.slots.take().await.map_err(wasmtime::Error::new)?;
         let mut store = new_reusable_store(self.pre_engine(), &self.limits);
         let proxy =
             tokio::time::timeout(self.limits.timeout, self.pre.instantiate_async(&mut store))
@@ -267,10 +293,13 @@ impl HandlerState for Instantiator {
                 idle_timeout: self.reuse.idle_timeout,
                 sleep: Box::pin(tokio::time::sleep(Duration::MAX / 4)),
                 ledger: ledger.clone(),
+                slots: self.slots.clone(),
+                reclaimed: None,
             },
             state: Worker {
                 ledger,
                 reuse: self.reuse,
+                _slot: slot,
             },
         })
     }
@@ -289,6 +318,8 @@ impl Instantiator {
 struct Worker {
     ledger: Arc<Ledger>,
     reuse: ReuseLimits,
+    /// Given back after the store, when the worker is dropped.
+    _slot: Slot,
 }
 
 impl WorkerState for Worker {
@@ -334,15 +365,19 @@ impl WorkerState for Worker {
     }
 }
 
-/// Drops an instance idle for its idle timeout, busy past the
-/// request deadline (checked outside the guest's event loop, so it also
-/// catches a guest spinning without yielding to its other requests), or left
-/// with only abandoned requests.
+/// Drops an instance idle for its idle timeout or while another instance
+/// waits for a pool slot, busy past the request deadline (checked outside the
+/// guest's event loop, so it also catches a guest spinning without yielding to
+/// its other requests), or left with only abandoned requests.
 struct Expiration {
     request_timeout: Duration,
     idle_timeout: Duration,
     sleep: Pin<Box<tokio::time::Sleep>>,
     ledger: Arc<Ledger>,
+    slots: Arc<Slots>,
+    /// The reclaim signal of the current idle period, keyed by its start (one
+    /// sent while the instance was busy is not for it).
+    reclaimed: Option<(Instant, Pin<Box<OwnedNotified>>)>,
 }
 
 impl WorkerExpiration for Expiration {
@@ -353,6 +388,9 @@ impl WorkerExpiration for Expiration {
         start: Instant,
     ) -> Poll<()> {
         if self.ledger.doomed(cx) {
+            return Poll::Ready(());
+        }
+        if status == WorkerStatus::Idle && self.poll_reclaimed(cx, start).is_ready() {
             return Poll::Ready(());
         }
         let timeout = match status {
@@ -367,5 +405,54 @@ impl WorkerExpiration for Expiration {
             self.sleep.as_mut().reset(deadline);
         }
         self.sleep.as_mut().poll(cx)
+    }
+}
+
+impl Expiration {
+    /// Ready when another instance has asked for a slot during the idle period
+    /// that began at `idle_since`.
+    fn poll_reclaimed(&mut self, cx: &mut Context<'_>, idle_since: Instant) -> Poll<()> {
+        let current = matches!(&self.reclaimed, Some((since, _)) if *since == idle_since);
+        if !current {
+            self.reclaimed = Some((idle_since, Box::pin(self.slots.reclaimed())));
+        }
+        match &mut self.reclaimed {
+            Some((_, reclaimed)) => reclaimed.as_mut().poll(cx),
+            None => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `ProxyHandler::handle` returns when a worker cannot be created.
+    fn instantiation_failed(cause: wasmtime::Error) -> wasmtime::Error {
+        let request = Request::new(
+            http_body_util::Empty::new()
+                .map_err(|e| match e {})
+                .boxed_unsync(),
+        );
+        wasmtime::Error::new(InstantiationError {
+            request_data: Arc::new(Link::default()),
+            request: std::sync::Mutex::new(request),
+            error: Arc::new(cause),
+        })
+    }
+
+    #[test]
+    fn a_pool_without_a_free_slot_is_a_503_not_a_500() {
+        let timeout = Duration::from_secs(1);
+        let full = failure(
+            instantiation_failed(wasmtime::Error::new(NoSlot { live: 5 })),
+            timeout,
+        );
+        assert_eq!(full.status(), 503, "{full:?}");
+        let trapped = failure(
+            instantiation_failed(wasmtime::Error::msg("start trapped")),
+            timeout,
+        );
+        assert_eq!(trapped.status(), 500, "{trapped:?}");
     }
 }
