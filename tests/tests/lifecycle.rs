@@ -162,17 +162,14 @@ fn idle_wasip3_instances_give_their_slots_to_other_components() {
 
 /// A busy WASIp3 host queues requests while it has capacity, rather than
 /// refusing them: a response delivered in full gives its permit back at once
-/// and leaves its instance open. hyper stops polling a body once its
-/// `Content-Length` is written, without asking for its end; counted as
-/// abandoned, each such response closed its instance and kept its permit
-/// until the instance's other requests ended (53,913 `503`s of 97,921 at
-/// 10,000 users). Here three long requests hold three of four permits: with
-/// that bug the first quick request's permit stays with the long requests'
-/// instance, and the next one waits out the queue timeout and gets a `503`.
-#[test]
-fn wasip3_complete_responses_give_their_permits_back() {
-    let request = |path: &str| {
-        format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").into_bytes()
+/// and leaves its instance open. Here three long requests hold three of four
+/// permits, and eight quick `method` requests follow one by one, each expected
+/// to get `status`: if a quick
+/// request's permit stays with the long requests' instance, the next one
+/// waits out the queue timeout and gets a `503`.
+fn quick_requests_beside_long_ones_give_their_permits_back(method: &str, status: u16) {
+    let request = |method: &str, path: &str| {
+        format!("{method} {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").into_bytes()
     };
     let server = Server::runner_with(
         &p3_manifest(),
@@ -183,23 +180,40 @@ fn wasip3_complete_responses_give_their_permits_back() {
         let statuses = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let seen = statuses.clone();
         in_parallel(3, move |_| {
-            let answer = e2e::raw_exchange(addr, &request("/io?ms=3000"), 0, false);
+            let answer = e2e::raw_exchange(addr, &request("GET", "/io?ms=3000"), 0, false);
             seen.lock().unwrap().push(answer.status);
         });
         statuses.lock().unwrap().clone()
     });
     std::thread::sleep(Duration::from_millis(500));
     for i in 0..8 {
-        let answer = e2e::raw_exchange(server.addr, &request("/io?ms=10"), 0, false);
+        let answer = e2e::raw_exchange(server.addr, &request(method, "/io?ms=10"), 0, false);
         assert_eq!(
             answer.status,
-            200,
-            "quick request {i} beside three long ones: {}\n{}",
+            status,
+            "quick {method} {i} beside three long requests: {}\n{}",
             answer.text(),
             server.log()
         );
     }
     assert_eq!(long.join().expect("long requests"), vec![200; 3]);
+}
+
+/// hyper stops polling a body once its `Content-Length` is written, without
+/// asking for its end; counted as abandoned, each such response closed its
+/// instance and kept its permit until the instance's other requests ended
+/// (53,913 `503`s of 97,921 at 10,000 users).
+#[test]
+fn wasip3_complete_responses_give_their_permits_back() {
+    quick_requests_beside_long_ones_give_their_permits_back("GET", 200);
+}
+
+/// A `HEAD` response declares a `Content-Length` and hyper sends no body at
+/// all: nothing of it is left undelivered when hyper drops it. (The functions
+/// answer `HEAD` with a `405` and its JSON error's length.)
+#[test]
+fn wasip3_head_responses_give_their_permits_back() {
+    quick_requests_beside_long_ones_give_their_permits_back("HEAD", 405);
 }
 
 /// `POST /echo` declaring 100 bytes and sending one: answered 408 with a JSON

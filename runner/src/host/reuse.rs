@@ -151,6 +151,7 @@ impl Reused {
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
         let timeout = self.limits.timeout;
+        let head_only = request.method() == http::Method::HEAD;
         let request = request.map(|body| body.map_err(Into::into).boxed_unsync());
         let tether = Tether::new(permit);
         // The deadline: past it the client gets a 504 and, the tether dropped,
@@ -162,7 +163,12 @@ impl Reused {
             Ok(Err(error)) => return Err(failure(error, timeout)),
             Err(_elapsed) => return Err(Failure::Timeout(timeout)),
         };
-        let unsent = super::declared_length(response.headers());
+        // hyper sends no body in answer to a HEAD, and drops it unread.
+        let unsent = if head_only {
+            Some(0)
+        } else {
+            super::declared_length(response.headers())
+        };
         Ok(response.map(|body| {
             TetheredBody {
                 body,
@@ -182,7 +188,8 @@ impl Reused {
 /// a body once that many bytes are written and drops it without asking for
 /// the end, so a body that had not yet said it ended would otherwise count as
 /// abandoned, and every such response would close its instance and keep its
-/// permit (issue 10: 53,913 `503`s of 97,921 at 10,000 users).
+/// permit (issue 10: 53,913 `503`s of 97,921 at 10,000 users). Likewise a
+/// response to a `HEAD`, of which hyper sends the head only.
 struct TetheredBody {
     body: Body,
     tether: Tether,
