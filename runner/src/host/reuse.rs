@@ -151,7 +151,7 @@ impl Reused {
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
         let timeout = self.limits.timeout;
-        let head_only = request.method() == http::Method::HEAD;
+        let method = request.method().clone();
         let request = request.map(|body| body.map_err(Into::into).boxed_unsync());
         let tether = Tether::new(permit);
         // The deadline: past it the client gets a 504 and, the tether dropped,
@@ -163,8 +163,7 @@ impl Reused {
             Ok(Err(error)) => return Err(failure(error, timeout)),
             Err(_elapsed) => return Err(Failure::Timeout(timeout)),
         };
-        // hyper sends no body in answer to a HEAD, and drops it unread.
-        let unsent = if head_only {
+        let unsent = if sends_no_body(&method, response.status()) {
             Some(0)
         } else {
             super::declared_length(response.headers())
@@ -189,7 +188,7 @@ impl Reused {
 /// the end, so a body that had not yet said it ended would otherwise count as
 /// abandoned, and every such response would close its instance and keep its
 /// permit (issue 10: 53,913 `503`s of 97,921 at 10,000 users). Likewise a
-/// response to a `HEAD`, of which hyper sends the head only.
+/// response of which hyper sends the head only ([`sends_no_body`]).
 struct TetheredBody {
     body: Body,
     tether: Tether,
@@ -235,6 +234,17 @@ impl Drop for TetheredBody {
             self.tether.complete();
         }
     }
+}
+
+/// Whether hyper sends the response's head only, dropping its body unread:
+/// the answer to a `HEAD` or a successful `CONNECT`, and a `1xx`, `204` or
+/// `304` (hyper 1.12, `proto/h1/role.rs`, `Server::can_have_body`).
+fn sends_no_body(method: &http::Method, status: http::StatusCode) -> bool {
+    method == http::Method::HEAD
+        || method == http::Method::CONNECT && status.is_success()
+        || status.is_informational()
+        || status == http::StatusCode::NO_CONTENT
+        || status == http::StatusCode::NOT_MODIFIED
 }
 
 /// Maps `ProxyHandler::handle`'s errors to the same failures as the WASIp2 path.
@@ -446,6 +456,28 @@ mod tests {
             request: std::sync::Mutex::new(request),
             error: Arc::new(cause),
         })
+    }
+
+    #[test]
+    fn responses_hyper_sends_without_a_body() {
+        use http::{Method, StatusCode};
+        assert!(sends_no_body(&Method::HEAD, StatusCode::METHOD_NOT_ALLOWED));
+        assert!(sends_no_body(&Method::CONNECT, StatusCode::OK));
+        assert!(!sends_no_body(&Method::CONNECT, StatusCode::BAD_REQUEST));
+        for status in [
+            StatusCode::NO_CONTENT,
+            StatusCode::NOT_MODIFIED,
+            StatusCode::CONTINUE,
+        ] {
+            assert!(sends_no_body(&Method::GET, status), "{status}");
+        }
+        for status in [
+            StatusCode::OK,
+            StatusCode::METHOD_NOT_ALLOWED,
+            StatusCode::RESET_CONTENT,
+        ] {
+            assert!(!sends_no_body(&Method::POST, status), "{status}");
+        }
     }
 
     #[test]
