@@ -8,11 +8,14 @@
 //!   user and not writable by group or others;
 //! - a file is used only if it is a regular file owned by that user and not
 //!   writable by group or others;
-//! - each file starts with a header naming the SHA-256 of the wasm it was
-//!   compiled from, of the engine's compatibility hash, and of the code; the
-//!   header is checked before the code is read, the code's hash before it is
-//!   deserialized, and the code is deserialized from those same verified bytes
-//!   (never by reopening the path, which could be swapped in between);
+//! - each file is wasmtime's code followed by a trailer naming the SHA-256 of
+//!   the wasm it was compiled from, of the engine's compatibility hash, and of
+//!   the code; the trailer is checked before the code is read, the code's hash
+//!   before it is loaded, and what wasmtime maps is the file that was checked
+//!   (through its open descriptor, never by reopening the path, which could be
+//!   swapped in between). Mapping the file, rather than loading a copy of its
+//!   bytes, lets wasmtime map the code and memory images from it: `suntimes`
+//!   loaded in 2.0 ms from bytes after a 2.4 ms read, 0.4 ms from the file;
 //! - files are written to an exclusive temporary file (`O_EXCL`, mode 0600) and
 //!   renamed into place;
 //! - a file that fails any check is recompiled and replaced, never run.
@@ -22,6 +25,8 @@ use sha2::{Digest, Sha256};
 use std::fs::{DirBuilder, File};
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -127,8 +132,8 @@ pub fn load(
     };
     let expected = Header::expected(engine, wasm);
     let cached = dir.join(format!("{}.cwasm", expected.file_stem()));
-    match read_verified(&cached, &expected) {
-        Ok(Some(code)) => match deserialize(engine, &code) {
+    match open_verified(&cached, &expected) {
+        Ok(Some(file)) => match deserialize(engine, &file) {
             Ok(component) => return Ok(loaded(component, Origin::LoadedFromCache, start)),
             Err(error) => warn_unusable(&cached, &error),
         },
@@ -167,51 +172,75 @@ fn compile(engine: &Engine, wasm: &[u8], wasm_path: &Path) -> Result<Component> 
     unsafe_code,
     reason = "wasmtime runs the bytes as native code; sound only for verified wasmtime output, see SAFETY"
 )]
-fn deserialize(engine: &Engine, code: &[u8]) -> Result<Component> {
-    // SAFETY: `deserialize` trusts `code` to be wasmtime output, as it runs it as
-    // native code. `code` is exactly the bytes whose SHA-256 `read_verified`
-    // checked against a header naming this wasm and this engine, read from a
-    // file owned by this user in a directory only this user can write, which
-    // only `store` below writes (from `Component::serialize` of this engine).
-    // wasmtime additionally checks its own header and rejects incompatible code.
-    unsafe { Component::deserialize(engine, code) }.map_err(anyhow::Error::from)
+fn deserialize(engine: &Engine, file: &File) -> Result<Component> {
+    // The open file itself, not the path it was opened at.
+    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    // SAFETY: `deserialize_file` trusts the file to be wasmtime output, as it
+    // runs it as native code. `file` is the one `open_verified` checked: owned
+    // by this user and writable by no one else, in a directory only this user
+    // can write, which only `store` below writes (from `Component::serialize`
+    // of this engine), with a trailer naming this wasm and this engine and the
+    // SHA-256 of the code before it. Only a process of this same user could
+    // change it after the check, and such a process can already do whatever
+    // the runner can. wasmtime checks its own header and rejects incompatible
+    // code, and ignores the trailer after its ELF image.
+    unsafe { Component::deserialize_file(engine, path) }.map_err(anyhow::Error::from)
 }
 
-/// The code in `cached` if the file exists and passes every check; `Ok(None)`
-/// if there is no such file.
-fn read_verified(cached: &Path, expected: &Header) -> Result<Option<Vec<u8>>> {
-    let mut file = match File::open(cached) {
+/// `cached`, open, if the file exists and passes every check; `Ok(None)` if
+/// there is no such file.
+fn open_verified(cached: &Path, expected: &Header) -> Result<Option<File>> {
+    let file = match File::open(cached) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error.into()),
     };
-    // Checked on the open file, so it is the file that will be read.
+    // Checked on the open file, so it is the file that will be read and mapped.
     let meta = file.metadata()?;
     if !meta.is_file() {
         bail!("not a regular file");
     }
     owned_and_private(&meta)?;
+    let Some(code_len) = meta.len().checked_sub(Header::LEN as u64) else {
+        bail!("truncated: no trailer");
+    };
     let mut raw = [0; Header::LEN];
-    file.read_exact(&mut raw).context("truncated header")?;
+    file.read_exact_at(&mut raw, code_len)
+        .context("reading the trailer")?;
     let header = Header::parse(&raw)?;
     header.matches(expected)?;
-    let mut code = Vec::new();
-    file.take(header.code_len.saturating_add(1))
-        .read_to_end(&mut code)?;
-    if code.len() as u64 != header.code_len {
+    if header.code_len != code_len {
         bail!(
-            "{} bytes of code where the header says {}",
-            code.len(),
+            "{code_len} bytes of code where the trailer says {}",
             header.code_len
         );
     }
-    if sha256(&code) != header.code {
+    if sha256_of_prefix(&file, code_len)? != header.code {
         bail!("the code does not match its hash");
     }
-    Ok(Some(code))
+    Ok(Some(file))
 }
 
-/// Writes header and code to an exclusive temporary file, then renames it over
+/// SHA-256 of the first `len` bytes of `file`, read in large chunks (no copy of
+/// the whole code is kept: wasmtime maps the file itself).
+fn sha256_of_prefix(file: &File, len: u64) -> Result<[u8; 32]> {
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0; 256 * 1024];
+    let mut reader = file.take(len);
+    loop {
+        let n = reader.read(&mut buffer).context("reading the code")?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    if reader.limit() != 0 {
+        bail!("the code ended early");
+    }
+    Ok(hasher.finalize().into())
+}
+
+/// Writes code and trailer to an exclusive temporary file, then renames it over
 /// `cached`: readers see no file, the old one or the complete new one.
 fn store(component: &Component, expected: &Header, dir: &Path, cached: &Path) -> Result<()> {
     let code = component.serialize().map_err(anyhow::Error::from)?;
@@ -224,15 +253,16 @@ fn store(component: &Component, expected: &Header, dir: &Path, cached: &Path) ->
         .prefix(".cwasm-")
         .tempfile_in(dir)
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    temp.write_all(&header.to_bytes())
-        .and_then(|()| temp.write_all(&code))
+    temp.write_all(&code)
+        .and_then(|()| temp.write_all(&header.to_bytes()))
         .context("writing the temporary file")?;
     temp.persist(cached)
         .with_context(|| format!("renaming to {}", cached.display()))?;
     Ok(())
 }
 
-/// What a cache file says about itself, before its code.
+/// What a cache file says about itself, in a trailer after its code (so that
+/// the file maps as wasmtime wrote it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Header {
     /// SHA-256 of the wasm the code was compiled from.
@@ -246,8 +276,9 @@ struct Header {
 }
 
 impl Header {
-    /// Names the format; a new layout gets a new magic.
-    const MAGIC: &[u8; 16] = b"spinbench-cwasm1";
+    /// Names the format; a new layout gets a new magic (version 1 had the
+    /// header before the code: such a file fails the check and is replaced).
+    const MAGIC: &[u8; 16] = b"spinbench-cwasm2";
     const LEN: usize = 16 + 32 * 3 + 8;
 
     /// The header a file for `wasm` on `engine` must have (code fields unset).

@@ -72,9 +72,18 @@ fn truncated_or_corrupted_files_are_recompiled() {
     origin(&engine, &wasm, &cache);
     let file = cached_file(&engine, &wasm, &cache);
     let good = std::fs::read(&file).unwrap();
-    let mut flipped = good.clone();
-    *flipped.last_mut().unwrap() ^= 1;
-    let damaged: [&[u8]; 4] = [&good[..10], &good[..good.len() - 1], &flipped, b""];
+    let mut trailer_flipped = good.clone();
+    *trailer_flipped.last_mut().unwrap() ^= 1;
+    // A byte of the code itself: only the code's hash can tell.
+    let mut code_flipped = good.clone();
+    code_flipped[good.len() / 2] ^= 1;
+    let damaged: [&[u8]; 5] = [
+        &good[..10],
+        &good[..good.len() - 1],
+        &trailer_flipped,
+        &code_flipped,
+        b"",
+    ];
     for bytes in damaged {
         std::fs::write(&file, bytes).unwrap();
         assert_eq!(
