@@ -76,7 +76,7 @@ fn stalled_body(server: &Server, path: &str, content_type: &str) -> (Answer, Dur
 
 #[test]
 fn a_stalled_request_body_gets_a_408() {
-    // echo reads its body whole on the async worker; sha1 streams it to the blocking pool.
+    // echo reads its body whole; sha1 hashes it a chunk at a time as it arrives.
     for (function, content_type) in [
         ("echo", "application/json"),
         ("sha1", "application/octet-stream"),

@@ -74,11 +74,12 @@ pub struct Endpoint {
     /// Accepted methods, upper case.
     pub methods: &'static [&'static str],
     pub handler: Handler,
-    /// The handler computes for long enough (a busy wait, hashing a large body, an
-    /// almanac search: milliseconds, not microseconds) that the native host runs it
-    /// on tokio's blocking pool rather than on an async worker, where it would stall
-    /// every other request on that worker. A component ignores it: the runner's
-    /// epoch interruption makes a busy guest yield.
+    /// The handler computes for long enough in one call (a busy wait: milliseconds,
+    /// not microseconds) that the native host runs it on tokio's blocking pool
+    /// rather than on an async worker, where it would stall every other request on
+    /// that worker. A streamed handler's work comes a chunk at a time and runs on
+    /// the connection's task ([`Handler::Streamed`]). A component ignores it: the
+    /// runner's epoch interruption makes a busy guest yield.
     pub cpu_bound: bool,
 }
 

@@ -1,17 +1,11 @@
 //! Reading request bodies under the two body limits: a size cap (`413`) and an
 //! idle timeout (`408`) for a client that stops sending in the middle of its body.
 
-use super::compute::{ComputePool, joined};
 use crate::{ApiError, BodySink, Reply};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use std::time::Duration;
-use tokio::sync::mpsc;
-
-/// Chunks queued between the connection and a sink on the blocking pool: enough to
-/// keep both busy, few enough that a slow sink pushes back on the client.
-const CHUNKS_IN_FLIGHT: usize = 8;
 
 /// A request body read chunk by chunk, at most `limit` bytes, each chunk within `idle`.
 pub struct BodyReader {
@@ -62,37 +56,19 @@ impl BodyReader {
         Ok(body)
     }
 
-    /// Feeds the body to `sink` on this task (the sink's work per chunk is light).
+    /// Feeds the body to `sink` on this task. A sink's work per chunk is bounded
+    /// by the chunk (hyper's read buffer, at most ~400 KiB: a fraction of a
+    /// millisecond to hash), and the task gives way between chunks when its
+    /// scheduling budget runs out, so no worker is held for long: finer than the
+    /// runner's 10 ms epoch tick, which is when a busy guest gives way. Handing
+    /// each chunk to the blocking pool instead cost a thread hand-off per chunk:
+    /// sha1 at 16 MiB per request 0.78× of inline hashing, two runs each
+    /// (docs/performance.md, issue 10 before and after).
     pub async fn feed(mut self, mut sink: Box<dyn BodySink>) -> Result<Reply, ApiError> {
         while let Some(chunk) = self.next_chunk().await? {
             sink.write(&chunk);
+            tokio::task::consume_budget().await;
         }
         Ok(sink.finish())
-    }
-
-    /// Feeds the body to `sink` running on the blocking pool: the sink's work never
-    /// runs on an async worker. If the body fails, the sink still finishes what it
-    /// was sent (its thread cannot be interrupted) and that result is dropped.
-    pub async fn feed_offloaded(
-        mut self,
-        mut sink: Box<dyn BodySink>,
-        pool: &'static ComputePool,
-    ) -> Result<Reply, ApiError> {
-        let (chunks, mut queued) = mpsc::channel::<Bytes>(CHUNKS_IN_FLIGHT);
-        let consumer = pool
-            .start(move || {
-                while let Some(chunk) = queued.blocking_recv() {
-                    sink.write(&chunk);
-                }
-                sink.finish()
-            })
-            .await;
-        while let Some(chunk) = self.next_chunk().await? {
-            if chunks.send(chunk).await.is_err() {
-                break; // The sink panicked; `joined` below reports it.
-            }
-        }
-        drop(chunks);
-        joined(consumer.await)
     }
 }

@@ -51,10 +51,7 @@ async fn answer(server: &'static Server, req: Request<Incoming>) -> Result<Reply
         }
         Handler::Streamed { limit, start } => {
             let sink = start(&head)?;
-            match compute {
-                Some(pool) => body(*limit).feed_offloaded(sink, pool).await,
-                None => body(*limit).feed(sink).await,
-            }
+            body(*limit).feed(sink).await
         }
         Handler::Delayed(plan) => {
             let plan = *plan;
