@@ -525,21 +525,29 @@ fn load_target(
     )?)
 }
 
-/// A native variant's program, built on first use by the benchmark file's
-/// `build` command (not in `--quick`: a build takes minutes).
+/// A native variant's program, brought up to date by the benchmark file's
+/// `build` command in a full run (an incremental build is quick when nothing
+/// changed, and a program left from older sources would be measured
+/// otherwise); `--quick` uses what is there and builds nothing (a first build
+/// takes minutes).
 fn ensure_variant(paths: &Paths, plan: &Plan, variant: &Variant) -> Result<(), String> {
     let program = &variant.command.program;
-    if program.is_file() {
-        return Ok(());
-    }
     let Some(build) = &variant.build else {
-        return Err(format!(
-            "{} not found (and no build command)",
-            program.display()
-        ));
+        return if program.is_file() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} not found (and no build command)",
+                program.display()
+            ))
+        };
     };
     if plan.quick {
-        return Err(format!("not built (--quick does not build it): {build}"));
+        return if program.is_file() {
+            Ok(())
+        } else {
+            Err(format!("not built (--quick does not build it): {build}"))
+        };
     }
     eprintln!("building {}: {build}", variant.host);
     let status = Command::new("sh")
