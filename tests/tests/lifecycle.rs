@@ -164,9 +164,8 @@ fn idle_wasip3_instances_give_their_slots_to_other_components() {
 /// refusing them: a response delivered in full gives its permit back at once
 /// and leaves its instance open. Here three long requests hold three of four
 /// permits, and eight quick `method` requests follow one by one, each expected
-/// to get `status`: if a quick
-/// request's permit stays with the long requests' instance, the next one
-/// waits out the queue timeout and gets a `503`.
+/// to get `status`: if a quick request's permit stays with the long requests'
+/// instance, the next one waits out the queue timeout and gets a `503`.
 fn quick_requests_beside_long_ones_give_their_permits_back(method: &str, status: u16) {
     let request = |method: &str, path: &str| {
         format!("{method} {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").into_bytes()
@@ -176,15 +175,7 @@ fn quick_requests_beside_long_ones_give_their_permits_back(method: &str, status:
         &["--max-concurrent", "4", "--max-queued", "8"],
     );
     let addr = server.addr;
-    let long = std::thread::spawn(move || {
-        let statuses = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let seen = statuses.clone();
-        in_parallel(3, move |_| {
-            let answer = e2e::raw_exchange(addr, &request("GET", "/io?ms=3000"), 0, false);
-            seen.lock().unwrap().push(answer.status);
-        });
-        statuses.lock().unwrap().clone()
-    });
+    let long = std::thread::spawn(move || statuses_of(addr, "/io?ms=3000", 3));
     std::thread::sleep(Duration::from_millis(500));
     for i in 0..8 {
         let answer = e2e::raw_exchange(server.addr, &request(method, "/io?ms=10"), 0, false);

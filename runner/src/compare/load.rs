@@ -532,23 +532,17 @@ fn load_target(
 /// takes minutes).
 fn ensure_variant(paths: &Paths, plan: &Plan, variant: &Variant) -> Result<(), String> {
     let program = &variant.command.program;
-    let Some(build) = &variant.build else {
-        return if program.is_file() {
-            Ok(())
-        } else {
-            Err(format!(
+    let build = match &variant.build {
+        Some(build) if !plan.quick => build,
+        _ if program.is_file() => return Ok(()),
+        None => {
+            return Err(format!(
                 "{} not found (and no build command)",
                 program.display()
-            ))
-        };
+            ));
+        }
+        Some(build) => return Err(format!("not built (--quick does not build it): {build}")),
     };
-    if plan.quick {
-        return if program.is_file() {
-            Ok(())
-        } else {
-            Err(format!("not built (--quick does not build it): {build}"))
-        };
-    }
     eprintln!("building {}: {build}", variant.host);
     let status = Command::new("sh")
         .args(["-c", build])

@@ -225,16 +225,9 @@ fn open_verified(cached: &Path, expected: &Header) -> Result<Option<File>> {
 /// the whole code is kept: wasmtime maps the file itself).
 fn sha256_of_prefix(file: &File, len: u64) -> Result<[u8; 32]> {
     let mut hasher = Sha256::new();
-    let mut buffer = vec![0; 256 * 1024];
-    let mut reader = file.take(len);
-    loop {
-        let n = reader.read(&mut buffer).context("reading the code")?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-    }
-    if reader.limit() != 0 {
+    let mut code = std::io::BufReader::with_capacity(256 * 1024, file.take(len));
+    let read = std::io::copy(&mut code, &mut hasher).context("reading the code")?;
+    if read != len {
         bail!("the code ended early");
     }
     Ok(hasher.finalize().into())

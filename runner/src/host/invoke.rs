@@ -104,10 +104,7 @@ impl Failure {
     }
 
     pub(super) fn from_wasmtime(error: wasmtime::Error, limit: Duration) -> Self {
-        if error
-            .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
-            .is_some()
-        {
+        if is_pool_exhausted(&error) {
             return Failure::Overloaded(error);
         }
         match error.downcast_ref::<Trap>() {
@@ -115,6 +112,15 @@ impl Failure {
             _ => Failure::Trapped(error),
         }
     }
+}
+
+/// Whether `error` says the pool had no slot for a new instance: wasmtime's
+/// pool, or [`super::slots`] when idle WASIp3 instances would not give one up.
+pub(super) fn is_pool_exhausted(error: &wasmtime::Error) -> bool {
+    error
+        .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+        .is_some()
+        || error.downcast_ref::<super::slots::NoSlot>().is_some()
 }
 
 /// Creates a store, instantiates the component into it and hands it `request`.

@@ -153,9 +153,9 @@ pub struct Host {
     /// Each component's per-request limits (they differ only in its id).
     limits: BTreeMap<String, Limits>,
     admission: Admission,
-    /// The pool's slots, taken by every instance when a component is a WASIp3
-    /// one (its idle instances hold slots without permits).
-    slots: Option<Arc<Slots>>,
+    /// The pool's slots, taken by fresh instances too when a component is a
+    /// WASIp3 one (its idle instances hold slots without permits).
+    fresh_slots: Option<Arc<Slots>>,
     body_limits: BodyLimits,
     /// `spin-client-addr` of in-process requests.
     in_process_client: ClientAddr,
@@ -199,8 +199,7 @@ impl Host {
                 admission.queue_timeout
             );
         }
-        let slots = wasip3
-            .then(|| Slots::new(options.pool.max_instances as usize, admission.queue_timeout));
+        let slots = Slots::new(options.pool.max_instances as usize, admission.queue_timeout);
         engine::spawn_epoch_ticker(&engine)?;
         let linker = linker(&engine, wasip3)?;
         let cache = options
@@ -228,15 +227,9 @@ impl Host {
                 .with_context(|| format!("loading component {id:?}"))?;
             let guest = guests.remove(&id).unwrap_or_default();
             let pre = guest.instantiate_pre(&linker, &loaded.component, &imports)?;
-            let handler = Handler::new(
-                pre,
-                flavour,
-                component_limits,
-                options.reuse,
-                slots.as_ref(),
-            )
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
+            let handler = Handler::new(pre, flavour, component_limits, options.reuse, &slots)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
             eprintln!(
                 "{id}: {} in {:.1?} ({})",
                 origin_text(loaded.origin),
@@ -257,7 +250,7 @@ impl Host {
             loads,
             limits,
             admission: Admission::new(admission),
-            slots,
+            fresh_slots: wasip3.then_some(slots),
             body_limits: BodyLimits {
                 max_size: options.max_request_body,
                 read_timeout: options.body_read_timeout,
@@ -300,13 +293,7 @@ impl Host {
         let request = with_spin_headers(request, &matched, client)
             .map(|body| GuardedBody::new(body, self.body_limits, fault.clone()));
         let response = match &self.components[component] {
-            Handler::Fresh(pre) => match self.take_slot().await {
-                Ok(slot) => match invoke::instantiate(pre, request, self.limits[component]).await {
-                    Ok(invocation) => invoke::respond(invocation, Holds::new(permit, slot)).await,
-                    Err(failure) => Err(failure),
-                },
-                Err(failure) => Err(failure),
-            },
+            Handler::Fresh(pre) => self.fresh(pre, request, component, permit).await,
             Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
         };
         let response = response
@@ -328,15 +315,30 @@ impl Host {
         (reply::to_response(fault_reply.to_reply()), Some(component))
     }
 
-    /// A pool slot for a fresh instance, when idle WASIp3 instances share the pool.
-    async fn take_slot(&self) -> Result<Option<slots::Slot>, Failure> {
-        match &self.slots {
-            None => Ok(None),
-            Some(slots) => match slots.take().await {
-                Ok(slot) => Ok(Some(slot)),
-                Err(none) => Err(Failure::Overloaded(wasmtime::Error::new(none))),
-            },
-        }
+    /// Serves `request` on a fresh instance, which holds `permit` and, when
+    /// idle WASIp3 instances share the pool, a slot of it.
+    async fn fresh<B>(
+        &self,
+        pre: &wasmtime_wasi_http::p2::bindings::ProxyPre<RequestState>,
+        request: Request<B>,
+        component: &str,
+        permit: admission::Permit,
+    ) -> Result<Response<Body>, Failure>
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<wasmtime_wasi_http::Error>,
+    {
+        let slot = match &self.fresh_slots {
+            None => None,
+            Some(slots) => Some(
+                slots
+                    .take()
+                    .await
+                    .map_err(|none| Failure::Overloaded(wasmtime::Error::new(none)))?,
+            ),
+        };
+        let invocation = invoke::instantiate(pre, request, self.limits[component]).await?;
+        invoke::respond(invocation, Holds::new(permit, slot)).await
     }
 
     /// The `503` for a request that found no free instance.

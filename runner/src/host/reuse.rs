@@ -20,7 +20,7 @@ use super::engine::EPOCH_TICK;
 use super::flavour::Flavour;
 use super::invoke::Failure;
 use super::reply::Body;
-use super::slots::{NoSlot, Slot, Slots};
+use super::slots::{Slot, Slots};
 use super::state::{Limits, RequestState, new_reusable_store};
 use super::tether::{Abandoned, Ledger, Link, Tether};
 use bytes::Bytes;
@@ -82,26 +82,22 @@ pub enum Handler {
 }
 
 impl Handler {
-    /// `slots`: the pool's slots, which a WASIp3 component's instances need.
+    /// `slots`: the pool's slots, which a WASIp3 component's instances take.
     pub fn new(
         pre: InstancePre<RequestState>,
         flavour: Flavour,
         limits: Limits,
         reuse: ReuseLimits,
-        slots: Option<&Arc<Slots>>,
+        slots: &Arc<Slots>,
     ) -> wasmtime::Result<Self> {
         Ok(match flavour {
             Flavour::P2 => Handler::Fresh(wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)?),
-            Flavour::P3 => {
-                let slots = slots
-                    .ok_or_else(|| wasmtime::Error::msg("a WASIp3 component needs pool slots"))?;
-                Handler::Reused(Reused::new(
-                    ServicePre::new(pre)?,
-                    limits,
-                    reuse,
-                    slots.clone(),
-                ))
-            }
+            Flavour::P3 => Handler::Reused(Reused::new(
+                ServicePre::new(pre)?,
+                limits,
+                reuse,
+                slots.clone(),
+            )),
         })
     }
 }
@@ -256,11 +252,7 @@ fn failure(error: wasmtime::Error, timeout: Duration) -> Failure {
     // other type misses, and a full pool would be a 500.
     if let Some(instantiation) = error.downcast_ref::<InstantiationError<Arc<Link>>>() {
         let cause = &instantiation.error;
-        if cause
-            .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
-            .is_some()
-            || cause.downcast_ref::<NoSlot>().is_some()
-        {
+        if super::invoke::is_pool_exhausted(cause) {
             return Failure::Overloaded(wasmtime::Error::msg(format!("{cause}")));
         }
         if cause.downcast_ref::<ExpirationError>().is_some() {
@@ -442,6 +434,7 @@ impl Expiration {
 
 #[cfg(test)]
 mod tests {
+    use super::super::slots::NoSlot;
     use super::*;
 
     /// What `ProxyHandler::handle` returns when a worker cannot be created.
