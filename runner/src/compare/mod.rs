@@ -389,7 +389,16 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         .enable_all()
         .build()?;
     group::stop_all_on_signal(&runtime);
-    measure_all(&mut run, &runtime);
+    // The in-process measurements run on one thread: the measuring loop, the
+    // instance and a WASIp3 instance's worker task, so a request crosses no
+    // thread. On a multi-thread runtime the loop (on `block_on`'s thread) and the
+    // worker (on a runtime thread) woke each other twice per request, and that
+    // wake-up latency, not the host's work, was most of a reused WASIp3 request's
+    // time (docs/performance.md, "Where a reused WASIp3 request's time goes").
+    let in_process = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    measure_all(&mut run, &in_process);
     // Every group is stopped by its guard already; this catches any leak.
     group::stop_all();
     hosts::remove_logs();
