@@ -14,11 +14,6 @@ mod spin_build;
 mod stats;
 
 use anyhow::Result;
-
-/// Fewer instructions per allocation than glibc's malloc on the request path
-/// (measured in docs/performance.md, "Levers").
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use duration::DurationArg;
 use std::net::SocketAddr;
