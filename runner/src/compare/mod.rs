@@ -393,8 +393,8 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     // instance and a WASIp3 instance's worker task, so a request crosses no
     // thread. On a multi-thread runtime the loop (on `block_on`'s thread) and the
     // worker (on a runtime thread) woke each other twice per request, and that
-    // wake-up latency, not the host's work, was most of a reused WASIp3 request's
-    // time (docs/performance.md, "Where a reused WASIp3 request's time goes").
+    // wake-up latency, not the host's work, was over a third of a reused WASIp3
+    // request's time (docs/performance.md, "Where a reused WASIp3 request's time goes").
     let in_process = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
