@@ -130,7 +130,7 @@ pub fn load(
         let component = compile(engine, wasm, wasm_path)?;
         return Ok(loaded(component, Origin::Compiled, start));
     };
-    let expected = Header::expected(engine, wasm);
+    let expected = Trailer::expected(engine, wasm);
     let cached = dir.join(format!("{}.cwasm", expected.file_stem()));
     match open_verified(&cached, &expected) {
         Ok(Some(file)) => match deserialize(engine, &file) {
@@ -189,7 +189,7 @@ fn deserialize(engine: &Engine, file: &File) -> Result<Component> {
 
 /// `cached`, open, if the file exists and passes every check; `Ok(None)` if
 /// there is no such file.
-fn open_verified(cached: &Path, expected: &Header) -> Result<Option<File>> {
+fn open_verified(cached: &Path, expected: &Trailer) -> Result<Option<File>> {
     let file = match File::open(cached) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -201,21 +201,21 @@ fn open_verified(cached: &Path, expected: &Header) -> Result<Option<File>> {
         bail!("not a regular file");
     }
     owned_and_private(&meta)?;
-    let Some(code_len) = meta.len().checked_sub(Header::LEN as u64) else {
+    let Some(code_len) = meta.len().checked_sub(Trailer::LEN as u64) else {
         bail!("truncated: no trailer");
     };
-    let mut raw = [0; Header::LEN];
+    let mut raw = [0; Trailer::LEN];
     file.read_exact_at(&mut raw, code_len)
         .context("reading the trailer")?;
-    let header = Header::parse(&raw)?;
-    header.matches(expected)?;
-    if header.code_len != code_len {
+    let trailer = Trailer::parse(&raw)?;
+    trailer.matches(expected)?;
+    if trailer.code_len != code_len {
         bail!(
             "{code_len} bytes of code where the trailer says {}",
-            header.code_len
+            trailer.code_len
         );
     }
-    if sha256_of_prefix(&file, code_len)? != header.code {
+    if sha256_of_prefix(&file, code_len)? != trailer.code {
         bail!("the code does not match its hash");
     }
     Ok(Some(file))
@@ -235,9 +235,9 @@ fn sha256_of_prefix(file: &File, len: u64) -> Result<[u8; 32]> {
 
 /// Writes code and trailer to an exclusive temporary file, then renames it over
 /// `cached`: readers see no file, the old one or the complete new one.
-fn store(component: &Component, expected: &Header, dir: &Path, cached: &Path) -> Result<()> {
+fn store(component: &Component, expected: &Trailer, dir: &Path, cached: &Path) -> Result<()> {
     let code = component.serialize().map_err(anyhow::Error::from)?;
-    let header = Header {
+    let trailer = Trailer {
         code: sha256(&code),
         code_len: code.len() as u64,
         ..*expected
@@ -247,7 +247,7 @@ fn store(component: &Component, expected: &Header, dir: &Path, cached: &Path) ->
         .tempfile_in(dir)
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
     temp.write_all(&code)
-        .and_then(|()| temp.write_all(&header.to_bytes()))
+        .and_then(|()| temp.write_all(&trailer.to_bytes()))
         .context("writing the temporary file")?;
     temp.persist(cached)
         .with_context(|| format!("renaming to {}", cached.display()))?;
@@ -257,24 +257,24 @@ fn store(component: &Component, expected: &Header, dir: &Path, cached: &Path) ->
 /// What a cache file says about itself, in a trailer after its code (so that
 /// the file maps as wasmtime wrote it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Header {
+struct Trailer {
     /// SHA-256 of the wasm the code was compiled from.
     wasm: [u8; 32],
     /// SHA-256 of the engine's compatibility hash (wasmtime version, target, and
     /// the settings that change generated code).
     engine: [u8; 32],
-    /// SHA-256 of the code that follows.
+    /// SHA-256 of the code before the trailer.
     code: [u8; 32],
     code_len: u64,
 }
 
-impl Header {
+impl Trailer {
     /// Names the format; a new layout gets a new magic (version 1 had the
     /// header before the code: such a file fails the check and is replaced).
     const MAGIC: &[u8; 16] = b"spinbench-cwasm2";
     const LEN: usize = 16 + 32 * 3 + 8;
 
-    /// The header a file for `wasm` on `engine` must have (code fields unset).
+    /// The trailer a file for `wasm` on `engine` must have (code fields unset).
     fn expected(engine: &Engine, wasm: &[u8]) -> Self {
         let mut hasher = Sha256Hasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
@@ -301,7 +301,7 @@ impl Header {
             })
     }
 
-    fn matches(&self, expected: &Header) -> Result<()> {
+    fn matches(&self, expected: &Trailer) -> Result<()> {
         if self.wasm != expected.wasm {
             bail!("compiled from other wasm");
         }

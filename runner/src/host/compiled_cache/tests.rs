@@ -24,7 +24,7 @@ fn origin(engine: &Engine, wasm: &[u8], cache: &CacheDir) -> Origin {
 }
 
 fn cached_file(engine: &Engine, wasm: &[u8], cache: &CacheDir) -> PathBuf {
-    let stem = Header::expected(engine, wasm).file_stem();
+    let stem = Trailer::expected(engine, wasm).file_stem();
     cache.0.join(format!("{stem}.cwasm"))
 }
 
@@ -140,22 +140,22 @@ fn a_directory_or_file_owned_by_someone_else_is_not_used() {
 #[test]
 fn the_file_name_depends_on_the_wasm_and_is_stable() {
     let engine = Engine::default();
-    let stem = |wasm: &[u8]| Header::expected(&engine, wasm).file_stem();
+    let stem = |wasm: &[u8]| Trailer::expected(&engine, wasm).file_stem();
     assert_eq!(stem(b"one"), stem(b"one"));
     assert_ne!(stem(b"one"), stem(b"two"));
     assert_eq!(stem(b"one").len(), 64);
 }
 
 #[test]
-fn headers_round_trip() {
-    let header = Header {
+fn trailers_round_trip() {
+    let trailer = Trailer {
         wasm: [1; 32],
         engine: [2; 32],
         code: [3; 32],
         code_len: 0x0102_0304,
     };
-    assert_eq!(Header::parse(&header.to_bytes()).unwrap(), header);
-    let mut foreign = header.to_bytes();
+    assert_eq!(Trailer::parse(&trailer.to_bytes()).unwrap(), trailer);
+    let mut foreign = trailer.to_bytes();
     foreign[0] ^= 1;
-    assert!(Header::parse(&foreign).is_err());
+    assert!(Trailer::parse(&foreign).is_err());
 }
