@@ -1,10 +1,9 @@
 //! Where CPU-bound handlers run ([`crate::Endpoint::cpu_bound`]): on tokio's
-//! blocking pool, so that a busy wait or a long hash cannot hold one of the few
+//! blocking pool, so that a busy wait cannot hold one of the few
 //! async workers that accept connections and answer every other request.
 
 use crate::ApiError;
 use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
 
 /// Computations running at once; the runtime's blocking pool is sized to match, so a
 /// started computation never waits for a thread. The rest wait (asynchronously, within
@@ -22,11 +21,12 @@ impl ComputePool {
         }
     }
 
-    /// Waits for a free slot, then starts `work` on the blocking pool. The slot is
-    /// held until `work` returns, even if its request has been answered (or has
-    /// timed out) meanwhile: a computation cannot be interrupted, and the bound is
-    /// on computations, not on requests.
-    pub async fn start<T, F>(&'static self, work: F) -> JoinHandle<T>
+    /// Waits for a free slot, then runs `work` on the blocking pool and waits for
+    /// its result (a `500` if it panicked: a handler bug, not the client's). The
+    /// slot is held until `work` returns, even if its request has been answered
+    /// (or has timed out) meanwhile: a computation cannot be interrupted, and the
+    /// bound is on computations, not on requests.
+    pub async fn run<T, F>(&'static self, work: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -40,19 +40,7 @@ impl ComputePool {
             let _slot = slot;
             work()
         })
+        .await
+        .map_err(|error| ApiError::new(500, format!("the handler failed: {error}")))
     }
-
-    /// Runs `work` on the blocking pool and waits for its result.
-    pub async fn run<T, F>(&'static self, work: F) -> Result<T, ApiError>
-    where
-        T: Send + 'static,
-        F: FnOnce() -> T + Send + 'static,
-    {
-        joined(self.start(work).await.await)
-    }
-}
-
-/// A computation's result, or a `500` if it panicked (a handler bug, not the client's).
-pub fn joined<T>(result: Result<T, tokio::task::JoinError>) -> Result<T, ApiError> {
-    result.map_err(|error| ApiError::new(500, format!("the handler failed: {error}")))
 }
