@@ -385,10 +385,13 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         report,
     };
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // A runtime of its own for the signal handler, which must run while the
+    // measurements block this thread.
+    let signals = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()?;
-    group::stop_all_on_signal(&runtime);
+    group::stop_all_on_signal(&signals);
     // The in-process measurements run on one thread: the measuring loop, the
     // instance and a WASIp3 instance's worker task, so a request crosses no
     // thread. On a multi-thread runtime the loop (on `block_on`'s thread) and the
