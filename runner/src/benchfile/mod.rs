@@ -5,6 +5,7 @@
 //! `spinbench.toml` at its root; `compare -f` reads another app's. The format
 //! is documented in docs/benchmark-file.md; `raw` mirrors it key for key.
 
+pub mod derive;
 mod raw;
 #[cfg(test)]
 mod tests;
@@ -194,12 +195,31 @@ impl fmt::Display for FileError {
 impl std::error::Error for FileError {}
 
 impl BenchFile {
-    /// Reads and checks the file at `path` (or `path/spinbench.toml` for a directory).
+    /// Reads and checks the file at `path` (or `path/spinbench.toml` for a
+    /// directory). An app with a manifest and no benchmark file (`path` its
+    /// directory or its `spin.toml`) gets one derived from the manifest
+    /// ([`derive`]), written beside it for the user to edit.
     pub fn load(path: &Path) -> anyhow::Result<BenchFile> {
         let path = if path.is_dir() {
             path.join(DEFAULT_FILE)
         } else {
             path.to_path_buf()
+        };
+        let path = match app_without_benchmark_file(&path) {
+            None => path,
+            Some(manifest) => {
+                let (file, derived) = derive::beside(&manifest)?;
+                if derived {
+                    eprintln!(
+                        "{} has no benchmark file: measuring each HTTP component with a GET of \
+                         its route and 10 users, as written to {} (edit it to choose requests \
+                         and load)",
+                        manifest.display(),
+                        file.display()
+                    );
+                }
+                file
+            }
         };
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading benchmark file {}", path.display()))?;
@@ -267,6 +287,23 @@ impl BenchFile {
     pub fn component(&self, id: &str) -> Option<&Component> {
         self.components.iter().find(|c| c.id == id)
     }
+}
+
+/// The Spin manifest to derive a benchmark file from, when `path` (a
+/// benchmark file's path) names a Spin manifest, or a missing `spinbench.toml`
+/// beside one.
+fn app_without_benchmark_file(path: &Path) -> Option<PathBuf> {
+    let is_manifest = |p: &Path| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|text| text.parse::<toml::Table>().ok())
+            .is_some_and(|table| table.contains_key("spin_manifest_version"))
+    };
+    if path.exists() {
+        return is_manifest(path).then(|| path.to_path_buf());
+    }
+    let beside = path.parent()?.join(crate::manifest::DEFAULT_FILE);
+    (path.file_name()? == DEFAULT_FILE && is_manifest(&beside)).then_some(beside)
 }
 
 type At<'a> = &'a dyn Fn(std::ops::Range<usize>, String) -> FileError;
