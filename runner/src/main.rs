@@ -101,7 +101,7 @@ struct ServeArgs {
     /// Bytes one header or trailer set built by a guest may hold; past it the guest gets an error (500 for a spin-sdk guest).
     #[arg(long, default_value_t = host::GuestLimits::default().max_http_fields_size)]
     max_http_fields_size: usize,
-    /// Bytes of guest stderr logged per instance (prefixed with the component id); the rest is dropped after one marker line.
+    /// Bytes of guest stdout and stderr logged per instance (prefixed with the component id); the rest is dropped after one marker line.
     #[arg(long, default_value_t = host::GuestLimits::default().max_log_bytes)]
     max_guest_log: usize,
     /// Request body cap in bytes, above every function's own limit; past it, 413.
@@ -137,6 +137,12 @@ struct ServeArgs {
     /// Log one line per request on stderr.
     #[arg(long)]
     log_requests: bool,
+    /// Spin's runtime config file: key-value stores and SQLite databases other than the defaults (Spin's flag and variable).
+    #[arg(long, env = "RUNTIME_CONFIG_FILE")]
+    runtime_config_file: Option<PathBuf>,
+    /// Where the default key-value store and SQLite database live [default: .spin beside the manifest]; "" keeps them in memory (Spin's flag).
+    #[arg(long)]
+    state_dir: Option<String>,
 }
 
 impl ServeArgs {
@@ -193,6 +199,8 @@ impl ServeArgs {
                 idle_timeout: self.idle_instance_timeout.0,
             },
             body_read_timeout: positive("--body-read-timeout", self.body_read_timeout)?,
+            runtime_config_file: self.runtime_config_file.clone(),
+            state_dir: host::StateDirArg::from_flag(self.state_dir.as_deref()),
         })
     }
 

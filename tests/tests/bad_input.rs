@@ -219,6 +219,15 @@ fn bad_inputs_are_json_4xx_and_identical_on_both_hosts() {
             "wasm: {what}: {}",
             from_wasm.text()
         );
+        let path = target.split('?').next().unwrap_or_default();
+        if path.strip_prefix('/') != Some(function) {
+            // Off every route: the router's own 404, which each host words its
+            // own way: `spin up`'s (and so spinbench serve's) has an empty body.
+            assert_eq!(from_native.status, 404, "native: {what}");
+            assert_json_4xx(&from_native, &what);
+            assert!(from_wasm.body.is_empty(), "wasm: {what}: {}", from_wasm.text());
+            continue;
+        }
         assert_json_4xx(&from_wasm, &what);
         assert_eq!(from_native, from_wasm, "native vs wasm: {what}");
     }

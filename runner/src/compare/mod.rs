@@ -108,7 +108,11 @@ pub fn functions(file: &BenchFile) -> Result<Vec<Function>> {
     file.components
         .iter()
         .map(|c| {
-            if !manifest.http_routes().iter().any(|t| t.component == c.id) {
+            if !manifest
+                .http_routes()
+                .iter()
+                .any(|t| t.component() == Some(c.id.as_str()))
+            {
                 bail!("component {:?} has no [[trigger.http]] route", c.id);
             }
             let p3_wasm = p3.as_ref().map_err(Clone::clone).and_then(|m| {

@@ -2,7 +2,8 @@
 //! queue lines, and drop them (counted) when the queue is full, so a stderr
 //! nobody reads (a stalled log collector) never blocks a runtime thread.
 //!
-//! A guest's stderr is captured per store ([`GuestStderr`]): each line is
+//! A guest's stdout and stderr are captured per store ([`GuestOutput`]), as
+//! `spin up` shows a component's output: each line is
 //! prefixed with the component id and the store's number (a WASIp2 request, or a
 //! reused WASIp3 instance), control characters are escaped (a guest cannot
 //! forge a runner line or drive the terminal), and at most a budget of bytes is
@@ -95,10 +96,10 @@ pub fn component_label(id: &str) -> &'static str {
     label
 }
 
-/// One store's stderr: every stream the guest opens on it shares the budget.
-/// Costs one allocation per store when the guest writes nothing.
+/// One store's stdout and stderr: every stream the guest opens on either
+/// shares the budget. Costs one allocation per store when the guest writes nothing.
 #[derive(Clone)]
-pub struct GuestStderr(Arc<Mutex<Capture>>);
+pub struct GuestOutput(Arc<Mutex<Capture>>);
 
 struct Capture {
     component: &'static str,
@@ -110,7 +111,7 @@ struct Capture {
     truncated: bool,
 }
 
-impl GuestStderr {
+impl GuestOutput {
     pub fn new(component: &'static str, budget: usize) -> Self {
         Self(Arc::new(Mutex::new(Capture {
             component,
@@ -197,7 +198,7 @@ impl Drop for Capture {
     }
 }
 
-impl StdoutStream for GuestStderr {
+impl StdoutStream for GuestOutput {
     fn p2_stream(&self) -> Box<dyn OutputStream> {
         Box::new(self.clone())
     }
@@ -207,7 +208,7 @@ impl StdoutStream for GuestStderr {
     }
 }
 
-impl IsTerminal for GuestStderr {
+impl IsTerminal for GuestOutput {
     fn is_terminal(&self) -> bool {
         false
     }
@@ -215,7 +216,7 @@ impl IsTerminal for GuestStderr {
 
 /// WASIp2 `output-stream`: always ready, never blocks; bytes past the budget
 /// are accepted and dropped, so a chatty guest neither waits nor fails.
-impl OutputStream for GuestStderr {
+impl OutputStream for GuestOutput {
     fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
         self.capture(&bytes);
         Ok(())
@@ -231,12 +232,12 @@ impl OutputStream for GuestStderr {
 }
 
 #[wasmtime_wasi::async_trait]
-impl Pollable for GuestStderr {
+impl Pollable for GuestOutput {
     async fn ready(&mut self) {}
 }
 
 /// WASIp3 `stderr` stream: likewise always ready.
-impl tokio::io::AsyncWrite for GuestStderr {
+impl tokio::io::AsyncWrite for GuestOutput {
     fn poll_write(
         self: Pin<&mut Self>,
         _cx: &mut Context<'_>,

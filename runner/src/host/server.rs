@@ -1,7 +1,7 @@
 //! `spinbench serve`: the [`Host`] behind an HTTP/1.1 server (tokio + hyper).
 
 use super::Host;
-use super::spin_headers::ClientAddr;
+use super::front::spin_headers::ClientAddr;
 use anyhow::{Context, Result};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -200,7 +200,7 @@ async fn answer(
     request: hyper::Request<hyper::body::Incoming>,
     client: &ClientAddr,
     log_requests: bool,
-) -> hyper::Response<super::reply::Body> {
+) -> hyper::Response<super::instance::Body> {
     let start = Instant::now();
     let line = log_requests.then(|| format!("{} {}", request.method(), request.uri()));
     let (response, component) = host.handle(request, client).await;

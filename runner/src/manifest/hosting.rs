@@ -26,9 +26,9 @@ pub fn check(manifest: &Manifest) -> Result<()> {
     }
     for (kind, settings) in &manifest.application.trigger {
         for (key, value) in settings {
-            // `base = "/"` is Spin's deprecated default: the same as no base.
-            let default_base = kind == "http" && key == "base" && value.as_str() == Some("/");
-            if !default_base {
+            // `base` is the one HTTP trigger setting (Spin 4's `Metadata`).
+            let base = kind == "http" && key == "base" && value.is_str();
+            if !base {
                 refuse(
                     &format!("[application.trigger.{kind}] {key}"),
                     "trigger settings are not implemented",
@@ -39,8 +39,12 @@ pub fn check(manifest: &Manifest) -> Result<()> {
     for trigger in &manifest.trigger.http {
         check_trigger(trigger)?;
     }
-    for (id, component) in &manifest.component {
-        check_component(id, component)?;
+    // As Spin, only what a trigger names is loaded: a component nothing
+    // triggers may ask for anything.
+    for id in manifest.triggered_components() {
+        if let Some(component) = manifest.component.get(id) {
+            check_component(id, component)?;
+        }
     }
     Ok(())
 }
@@ -54,9 +58,6 @@ fn check_trigger(trigger: &HttpTrigger) -> Result<()> {
         place = format!("{place} (id {:?})", trigger.id);
     }
     let key = |key: &str| format!("{place}: `{key}`");
-    if trigger.static_response.is_some() {
-        refuse(&key("static_response"), "only components answer requests")?;
-    }
     if let Some(Executor::Wagi {}) = &trigger.executor {
         refuse(
             &key("executor = { type = \"wagi\" }"),
@@ -67,7 +68,7 @@ fn check_trigger(trigger: &HttpTrigger) -> Result<()> {
         refuse(&key("components"), "reserved by Spin")?;
     }
     match &trigger.component {
-        Some(ComponentRef::Id(_)) => Ok(()),
+        Some(ComponentRef::Id(_)) | None => Ok(()),
         Some(ComponentRef::Inline(inline)) => refuse(
             &key(&format!(
                 "component = {{ source = {:?}, ... }}",
@@ -75,7 +76,6 @@ fn check_trigger(trigger: &HttpTrigger) -> Result<()> {
             )),
             "name a [component.<id>] table instead of an inline one",
         ),
-        None => bail!("{place} names no component"),
     }
 }
 

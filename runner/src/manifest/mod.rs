@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use trigger::Triggers;
+use trigger::{HttpTrigger, Triggers};
 use variables::Variable;
 
 /// The only manifest format the runner reads (Spin 2.x and later).
@@ -47,10 +47,9 @@ pub struct Manifest {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Application {
-    #[serde(rename = "name")]
-    pub _name: String,
-    #[serde(default, rename = "version")]
-    pub _version: String,
+    name: String,
+    #[serde(default)]
+    version: String,
     #[serde(default, rename = "description")]
     pub _description: String,
     #[serde(default, rename = "authors")]
@@ -64,6 +63,18 @@ pub struct Application {
     /// Settings for other tools; Spin ignores it, and so does the runner.
     #[serde(default, rename = "tool")]
     pub _tool: BTreeMap<String, toml::Table>,
+}
+
+impl Application {
+    /// `[application] name`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `[application] version`, if given.
+    pub fn version(&self) -> Option<&str> {
+        (!self.version.is_empty()).then_some(self.version.as_str())
+    }
 }
 
 impl Manifest {
@@ -106,23 +117,66 @@ impl Manifest {
                     "a [[trigger.http]] names component {id:?}, which has no [component.{id}] table"
                 );
             }
+            match (&trigger.component, &trigger.static_response) {
+                (Some(_), Some(_)) => bail!(
+                    "a [[trigger.http]] has both `component` and `static_response`; it must have one"
+                ),
+                (None, None) => bail!(
+                    "a [[trigger.http]] has neither `component` nor `static_response`; it must have one"
+                ),
+                _ => {}
+            }
         }
         Ok(())
     }
 
     /// The HTTP routes served: each non-private `[[trigger.http]]` naming a
-    /// component by id, in manifest order.
+    /// component by id or answering with a static response, in manifest order.
     pub fn http_routes(&self) -> Vec<HttpRoute> {
         self.trigger
             .http
             .iter()
             .filter_map(|trigger| {
+                let target = match (&trigger.static_response, trigger.component_id()) {
+                    (Some(response), _) => RouteTarget::Static(response.clone()),
+                    (None, Some(id)) => RouteTarget::Component(id.to_string()),
+                    (None, None) => return None,
+                };
                 Some(HttpRoute {
                     route: trigger.path()?.to_string(),
-                    component: trigger.component_id()?.to_string(),
+                    target,
                 })
             })
             .collect()
+    }
+
+    /// `[application.trigger.http] base`: the path every route is under
+    /// (Spin's default, `/`, when absent).
+    pub fn http_base(&self) -> &str {
+        self.application
+            .trigger
+            .get("http")
+            .and_then(|settings| settings.get("base"))
+            .and_then(toml::Value::as_str)
+            .unwrap_or("/")
+    }
+
+    /// The components a `[[trigger.http]]` names, private routes included, each
+    /// once, in trigger order: what `spin up` loads (a component no trigger
+    /// names is never instantiated, so it is not read either).
+    pub fn triggered_components(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = Vec::new();
+        for id in self
+            .trigger
+            .http
+            .iter()
+            .filter_map(HttpTrigger::component_id)
+        {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids
     }
 
     /// Where a component's `.wasm` is: its local `source`, resolved against the
@@ -147,10 +201,28 @@ impl Manifest {
 /// One served route: what the router is built from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRoute {
-    /// `/exact` or `/prefix/...` (trailing wildcard).
+    /// `/exact`, `/prefix/...` (trailing wildcard), `/users/:id` (named segments).
     pub route: String,
-    /// Id of the `[component.<id>]` that serves it.
-    pub component: String,
+    pub target: RouteTarget,
+}
+
+/// What answers a route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteTarget {
+    /// The `[component.<id>]` of that id.
+    Component(String),
+    /// The host itself, without running a component.
+    Static(trigger::StaticResponse),
+}
+
+impl HttpRoute {
+    /// The component serving it, if a component does.
+    pub fn component(&self) -> Option<&str> {
+        match &self.target {
+            RouteTarget::Component(id) => Some(id),
+            RouteTarget::Static(_) => None,
+        }
+    }
 }
 
 /// The manifest `-f/--from` names, as `spin up` and `spin build` read it: a

@@ -80,7 +80,7 @@ fn hosted(text: &str) -> Manifest {
 #[test]
 fn the_repo_manifests_are_hosted() {
     let manifest = hosted(REPO_MANIFEST);
-    assert_eq!(manifest.application._name, "spinbench");
+    assert_eq!(manifest.application.name(), "spinbench");
     assert_eq!(manifest.http_routes().len(), 7);
     assert_eq!(manifest.component.len(), 7);
     let hello = &manifest.component["hello"];
@@ -95,7 +95,7 @@ fn every_route_has_a_component() {
     let manifest = parse(REPO_MANIFEST).unwrap();
     for route in manifest.http_routes() {
         assert!(
-            manifest.component.contains_key(&route.component),
+            manifest.component.contains_key(route.component().unwrap()),
             "{route:?}"
         );
     }
@@ -284,17 +284,7 @@ fn what_serve_cannot_host_is_refused_by_key() {
             "trigger.redis = { address = \"redis://localhost\" }",
             "[application.trigger.redis]",
         ),
-        (
-            "[application]",
-            "trigger.http = { base = \"/api\" }",
-            "base",
-        ),
         ("[[trigger.http]]", "executor = { type = \"wagi\" }", "wagi"),
-        (
-            "[[trigger.http]]",
-            "static_response = { status_code = 200 }",
-            "static_response",
-        ),
         (
             "[[trigger.http]]",
             "components = { a = \"b\" }",
@@ -385,4 +375,45 @@ source = "b.wasm"
     assert_eq!(one.component["a"].environment["MODE"], "fast");
     let missing = one_component::one_component(app, "c").unwrap_err();
     assert!(format!("{missing:#}").contains("\"c\""), "{missing:#}");
+}
+
+#[test]
+fn a_base_and_static_responses_are_hosted_and_read() {
+    let manifest = hosted(&format!(
+        "{}[[trigger.http]]\nroute = \"/health\"\nstatic_response = {{ status_code = 204, \
+         headers = {{ x-a = \"b\" }}, body = \"ok\" }}\n",
+        with("[application]", "trigger.http = { base = \"/api\" }")
+    ));
+    assert_eq!(manifest.http_base(), "/api");
+    let routes = manifest.http_routes();
+    assert_eq!(routes[0].component(), Some("app"));
+    let RouteTarget::Static(response) = &routes[1].target else {
+        panic!("{:?}", routes[1]);
+    };
+    assert_eq!(response.status_code, Some(204));
+    assert_eq!(response.headers["x-a"], "b");
+    assert_eq!(response.body.as_deref(), Some("ok"));
+}
+
+#[test]
+fn a_trigger_needs_a_component_or_a_static_response_not_both() {
+    let both = with(
+        "[[trigger.http]]",
+        "static_response = { status_code = 200 }",
+    );
+    let error = parse(&both).unwrap_err();
+    assert!(format!("{error:#}").contains("both"), "{error:#}");
+    let neither = MINIMAL.replace("component = \"app\"\n", "");
+    let error = parse(&neither).unwrap_err();
+    assert!(format!("{error:#}").contains("neither"), "{error:#}");
+}
+
+#[test]
+fn only_triggered_components_are_checked_and_loaded() {
+    let text = format!(
+        "{MINIMAL}[component.unused]\nsource = {{ url = \"https://example.com/a.wasm\", digest = \"sha256:00\" }}\n\
+         key_value_stores = [\"default\"]\n"
+    );
+    let manifest = hosted(&text);
+    assert_eq!(manifest.triggered_components(), ["app"]);
 }

@@ -30,7 +30,19 @@ pub struct HttpTrigger {
     pub components: BTreeMap<String, toml::Value>,
     pub executor: Option<Executor>,
     /// A response the host sends without running a component.
-    pub static_response: Option<toml::Table>,
+    pub static_response: Option<StaticResponse>,
+}
+
+/// `static_response = { status_code = 404, headers = { ... }, body = "..." }`
+/// (spinframework/spin `crates/http/src/config.rs`, `StaticResponse`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticResponse {
+    /// `200` when absent.
+    pub status_code: Option<u16>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<String>,
 }
 
 /// `route = "/path"`, or `route = { private = true }` (reachable only through

@@ -88,7 +88,7 @@ pub fn component_values(
 }
 
 /// Replaces each `{{ name }}` with the application variable's value.
-fn expand(template: &str, application: &BTreeMap<String, String>) -> Result<String> {
+pub fn expand(template: &str, application: &BTreeMap<String, String>) -> Result<String> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(start) = rest.find("{{") {

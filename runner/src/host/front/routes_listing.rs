@@ -11,28 +11,40 @@
 //!   files: http://127.0.0.1:3000/static (wildcard)
 //! ```
 
-use super::router::{RoutePattern, Router};
+use super::router::Router;
 use crate::manifest::Manifest;
 use std::fmt::Write;
 use std::net::SocketAddr;
 
-/// One line per route, in manifest order, with its component's description.
+/// One line per route, in the order Spin lists them (its router's: the most
+/// specific first), with its component's description.
 #[derive(Debug, Clone, Default)]
 pub struct RoutesListing {
-    routes: Vec<(String, RoutePattern, String)>,
+    /// What serves it, the route as listed, the description.
+    routes: Vec<(String, String, String)>,
 }
 
 impl RoutesListing {
     pub fn new(manifest: &Manifest, router: &Router) -> Self {
         let routes = router
-            .routes()
+            .routes_ranked()
             .map(|route| {
-                let description = manifest
-                    .component
-                    .get(&route.component)
-                    .map(|c| c.description.clone())
-                    .unwrap_or_default();
-                (route.component.clone(), route.pattern.clone(), description)
+                let (name, description) = match route.component() {
+                    Some(id) => (
+                        id.to_string(),
+                        manifest
+                            .component
+                            .get(id)
+                            .map(|c| c.description.clone())
+                            .unwrap_or_default(),
+                    ),
+                    None => ("static response".to_string(), String::new()),
+                };
+                let listed = match route.based.strip_suffix("/...") {
+                    Some(prefix) => format!("{prefix} (wildcard)"),
+                    None => route.based.clone(),
+                };
+                (name, listed, description)
             })
             .collect();
         Self { routes }
@@ -42,11 +54,7 @@ impl RoutesListing {
     pub fn render(&self, addr: SocketAddr) -> String {
         let base = format!("http://{addr}");
         let mut text = format!("\nServing {base}\nAvailable Routes:\n");
-        for (component, pattern, description) in &self.routes {
-            let route = match pattern {
-                RoutePattern::Exact(path) => path.clone(),
-                RoutePattern::Prefix(prefix) => format!("{prefix} (wildcard)"),
-            };
+        for (component, route, description) in &self.routes {
             let _ = writeln!(text, "  {component}: {base}{route}");
             if !description.is_empty() {
                 let _ = writeln!(text, "    {description}");
@@ -69,7 +77,7 @@ mod tests {
              [component.hello]\nsource = \"h.wasm\"\ndescription = \"Says hello.\"\n\
              [component.files]\nsource = \"f.wasm\"\n[component.all]\nsource = \"a.wasm\"\n";
         let manifest = Manifest::parse(text, "/app".into()).unwrap();
-        let router = Router::new(&manifest.http_routes()).unwrap();
+        let router = Router::new("/", &manifest.http_routes()).unwrap();
         let listing = RoutesListing::new(&manifest, &router);
         assert_eq!(
             listing.render("127.0.0.1:3000".parse().unwrap()),

@@ -13,7 +13,7 @@
 //! A [`Tether`] is the request's side (held by `Reused::handle`, then by the
 //! response body), a [`Link`] what the worker that runs the request gets.
 
-use super::admission::Permit;
+use super::Permit;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -187,7 +187,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::admission::{Admission, AdmissionLimits};
+    use crate::host::front::admission::{Admission, AdmissionLimits};
     use std::task::Waker;
 
     fn admission() -> Admission {

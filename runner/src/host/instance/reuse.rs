@@ -15,14 +15,13 @@
 //! holds a pool slot for its whole life, idle too, and gives it up early when
 //! an instance of any component needs one (`slots`).
 
-use super::admission::Permit;
 use super::engine::EPOCH_TICK;
 use super::flavour::Flavour;
 use super::invoke::Failure;
-use super::reply::Body;
 use super::slots::{Slot, Slots};
-use super::state::{Limits, RequestState, new_reusable_store};
+use super::state::{Limits, RequestState, StoreRecipe, new_reusable_store};
 use super::tether::{Abandoned, Ledger, Link, Tether};
+use super::{Body, Permit};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::BodyExt;
@@ -86,7 +85,7 @@ impl Handler {
     pub fn new(
         pre: InstancePre<RequestState>,
         flavour: Flavour,
-        limits: Limits,
+        recipe: &StoreRecipe,
         reuse: ReuseLimits,
         slots: &Arc<Slots>,
     ) -> wasmtime::Result<Self> {
@@ -94,7 +93,7 @@ impl Handler {
             Flavour::P2 => Handler::Fresh(wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)?),
             Flavour::P3 => Handler::Reused(Reused::new(
                 ServicePre::new(pre)?,
-                limits,
+                recipe.clone(),
                 reuse,
                 slots.clone(),
             )),
@@ -111,14 +110,15 @@ pub struct Reused {
 impl Reused {
     fn new(
         pre: ServicePre<RequestState>,
-        limits: Limits,
+        recipe: StoreRecipe,
         reuse: ReuseLimits,
         slots: Arc<Slots>,
     ) -> Self {
+        let limits = recipe.limits;
         Self {
             handler: ProxyHandler::new(Instantiator {
                 pre: ProxyPre::P3(pre),
-                limits,
+                recipe,
                 reuse,
                 slots,
                 instances: AtomicU64::new(0),
@@ -273,7 +273,7 @@ fn failure(error: wasmtime::Error, timeout: Duration) -> Failure {
 /// Creates the stores and instances of one component's workers.
 struct Instantiator {
     pre: ProxyPre<RequestState>,
-    limits: Limits,
+    recipe: StoreRecipe,
     reuse: ReuseLimits,
     slots: Arc<Slots>,
     instances: AtomicU64,
@@ -286,11 +286,11 @@ impl HandlerState for Instantiator {
 
     async fn instantiate(&self) -> wasmtime::Result<Instance<RequestState, Expiration, Worker>> {
         let slot = self.slots.take().await.map_err(wasmtime::Error::new)?;
-        let mut store = new_reusable_store(self.pre_engine(), &self.limits);
-        let proxy =
-            tokio::time::timeout(self.limits.timeout, self.pre.instantiate_async(&mut store))
-                .await
-                .map_err(|_| wasmtime::Error::new(ExpirationError))??;
+        let limits = self.recipe.limits;
+        let mut store = new_reusable_store(self.pre_engine(), &self.recipe);
+        let proxy = tokio::time::timeout(limits.timeout, self.pre.instantiate_async(&mut store))
+            .await
+            .map_err(|_| wasmtime::Error::new(ExpirationError))??;
         self.instances.fetch_add(1, Ordering::Relaxed);
         let ledger = Arc::new(Ledger::default());
         Ok(Instance {
@@ -298,7 +298,7 @@ impl HandlerState for Instantiator {
             proxy,
             view: <RequestState as wasmtime_wasi_http::WasiHttpView>::http,
             expiration: Expiration {
-                request_timeout: self.limits.timeout + 2 * EPOCH_TICK,
+                request_timeout: limits.timeout + 2 * EPOCH_TICK,
                 idle_timeout: self.reuse.idle_timeout,
                 sleep: Box::pin(tokio::time::sleep(Duration::MAX / 4)),
                 ledger: ledger.clone(),
@@ -366,7 +366,7 @@ impl WorkerState for Worker {
             // workers when the runtime shuts down; only a real panic unwinds.
             let shut_down = message == "worker panicked" && !std::thread::panicking();
             if !expired && !shut_down {
-                super::logger::line(format!("error: WASIp3 instance dropped: {error}"));
+                crate::host::logger::line(format!("error: WASIp3 instance dropped: {error}"));
             }
         }
         drop(store);

@@ -46,25 +46,48 @@ pub fn apply(
     };
     set(FULL_URL, HeaderValue::from_str(full_url).ok());
     set(PATH_INFO, HeaderValue::from_str(&matched.path_info).ok());
-    set(MATCHED_ROUTE, route.headers.raw.clone());
+    set(MATCHED_ROUTE, route.headers.matched.clone());
     set(BASE_PATH, Some(BASE));
     set(RAW_COMPONENT_ROUTE, route.headers.raw.clone());
     set(COMPONENT_ROUTE, route.headers.component_route.clone());
     set(CLIENT_ADDR, Some(client.0.clone()));
+    for (name, value) in &matched.captures {
+        if let Ok(name) = path_match_header(name) {
+            set(name, HeaderValue::from_str(value).ok());
+        }
+    }
+}
+
+/// `spin-path-match-<name>` for a `:name` segment, spelt as Spin spells it:
+/// `SPIN_PATH_MATCH_<NAME>` with `_` as `-`, lower case (`:path_end` is
+/// `spin-path-match-path-end`).
+fn path_match_header(name: &str) -> Result<HeaderName, http::header::InvalidHeaderName> {
+    HeaderName::try_from(format!(
+        "spin-path-match-{}",
+        name.replace('_', "-").to_ascii_lowercase()
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::router::Router;
-    use crate::manifest::HttpRoute;
+    use crate::host::front::router::Router;
+    use crate::manifest::{HttpRoute, RouteTarget};
 
     fn router() -> Router {
         let trigger = |route: &str, component: &str| HttpRoute {
             route: route.into(),
-            component: component.into(),
+            target: RouteTarget::Component(component.into()),
         };
-        Router::new(&[trigger("/hello", "hello"), trigger("/files/...", "files")]).unwrap()
+        Router::new(
+            "/",
+            &[
+                trigger("/hello", "hello"),
+                trigger("/files/...", "files"),
+                trigger("/base/:path_segment/:path_end/...", "shape"),
+            ],
+        )
+        .unwrap()
     }
 
     fn headers_for(path_and_query: &str) -> HeaderMap {
@@ -100,5 +123,17 @@ mod tests {
         assert_eq!(h[MATCHED_ROUTE], "/files/...");
         assert_eq!(h[RAW_COMPONENT_ROUTE], "/files/...");
         assert_eq!(h[COMPONENT_ROUTE], "/files");
+    }
+
+    #[test]
+    fn named_segment_headers_as_spins_conformance_suite_expects_them() {
+        let h = headers_for("/base/path/end/rest?key=value");
+        assert_eq!(h["spin-path-match-path-segment"], "path");
+        assert_eq!(h["spin-path-match-path-end"], "end");
+        assert_eq!(h[PATH_INFO], "/rest");
+        assert_eq!(h[MATCHED_ROUTE], "/base/:path_segment/:path_end/...");
+        assert_eq!(h[RAW_COMPONENT_ROUTE], "/base/:path_segment/:path_end/...");
+        assert_eq!(h[COMPONENT_ROUTE], "/base/:path_segment/:path_end");
+        assert_eq!(h[BASE_PATH], "/");
     }
 }

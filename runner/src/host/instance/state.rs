@@ -1,8 +1,11 @@
 //! What each request's `Store` holds: a WASI context that grants nothing, the
-//! wasi:http state, and a hook refusing outbound HTTP.
+//! wasi:http state, a hook refusing outbound HTTP, and the component's context
+//! for the capabilities' host functions.
 
 use super::engine::per_instance;
-use super::logger::GuestStderr;
+use crate::host::capabilities::{ComponentContext, HostState};
+use crate::host::logger::GuestOutput;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
@@ -18,8 +21,15 @@ pub struct GuestLimits {
     /// Bytes one `fields` resource (headers, trailers) may hold; past it the
     /// guest gets a header error (a spin-sdk guest traps on it: `500`).
     pub max_http_fields_size: usize,
-    /// Guest stderr kept per store; the rest is dropped after one marker line.
+    /// Guest stdout and stderr kept per store; the rest is dropped after one marker line.
     pub max_log_bytes: usize,
+}
+
+/// What each store of one component is made from: its limits and its context.
+#[derive(Debug, Clone)]
+pub struct StoreRecipe {
+    pub limits: Limits,
+    pub context: Arc<ComponentContext>,
 }
 
 /// Per-request settings of one component.
@@ -47,12 +57,13 @@ impl Default for GuestLimits {
         Self {
             max_resources: 256,
             max_http_fields_size: 64 * 1024,
-            max_log_bytes: super::logger::DEFAULT_GUEST_LOG_BYTES,
+            max_log_bytes: crate::host::logger::DEFAULT_GUEST_LOG_BYTES,
         }
     }
 }
 
 pub struct RequestState {
+    context: Arc<ComponentContext>,
     table: ResourceTable,
     wasi: WasiCtx,
     http: WasiHttpCtx,
@@ -61,18 +72,22 @@ pub struct RequestState {
 }
 
 impl RequestState {
-    /// No preopened directories, environment, arguments, network or
-    /// stdin/stdout; stderr is captured into the runner's log, prefixed.
-    fn new(limits: &Limits) -> Self {
+    /// No preopened directories, environment, arguments, network or stdin;
+    /// stdout and stderr are captured into the runner's log, prefixed.
+    fn new(recipe: &StoreRecipe) -> Self {
+        let limits = &recipe.limits;
         let guest = limits.guest;
         let mut table = ResourceTable::new();
         table.set_max_capacity(guest.max_resources);
+        let output = GuestOutput::new(limits.component, guest.max_log_bytes);
         let mut http = WasiHttpCtx::new();
         http.set_field_size_limit(guest.max_http_fields_size);
         Self {
+            context: recipe.context.clone(),
             table,
             wasi: WasiCtxBuilder::new()
-                .stderr(GuestStderr::new(limits.component, guest.max_log_bytes))
+                .stdout(output.clone())
+                .stderr(output)
                 .build(),
             http,
             hooks: DenyOutbound,
@@ -91,8 +106,9 @@ impl RequestState {
 
 /// A fresh store for one request, whose guest code traps with
 /// `Trap::Interrupt` once `limits.timeout` of wall-clock time has passed.
-pub fn new_store(engine: &Engine, limits: &Limits) -> Store<RequestState> {
-    let mut store = Store::new(engine, RequestState::new(limits));
+pub fn new_store(engine: &Engine, recipe: &StoreRecipe) -> Store<RequestState> {
+    let limits = &recipe.limits;
+    let mut store = Store::new(engine, RequestState::new(recipe));
     store.limiter(|state| &mut state.limits);
     let deadline = Instant::now() + limits.timeout;
     // Checked at every epoch tick while guest code runs: a busy guest yields to
@@ -113,12 +129,22 @@ pub fn new_store(engine: &Engine, limits: &Limits) -> Store<RequestState> {
 /// yields to the tokio scheduler at every epoch tick and is never interrupted
 /// by the store itself; per-request deadlines are enforced by `reuse`, which
 /// drops the whole instance when one passes.
-pub fn new_reusable_store(engine: &Engine, limits: &Limits) -> Store<RequestState> {
-    let mut store = Store::new(engine, RequestState::new(limits));
+pub fn new_reusable_store(engine: &Engine, recipe: &StoreRecipe) -> Store<RequestState> {
+    let mut store = Store::new(engine, RequestState::new(recipe));
     store.limiter(|state| &mut state.limits);
     store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
     store.set_epoch_deadline(1);
     store
+}
+
+impl HostState for RequestState {
+    fn context(&self) -> &ComponentContext {
+        &self.context
+    }
+
+    fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
 }
 
 impl WasiView for RequestState {

@@ -1,10 +1,9 @@
 //! One request against one component: a fresh store and instance, the guest's
 //! `wasi:http/incoming-handler.handle`, and how its failures map to statuses.
 
-use super::admission::Permit;
-use super::reply::Body;
 use super::slots::Slot;
-use super::state::{Limits, RequestState, new_store};
+use super::state::{RequestState, StoreRecipe, new_store};
+use super::{Body, Permit};
 use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::{Body as _, Frame};
@@ -124,19 +123,21 @@ pub(super) fn is_pool_exhausted(error: &wasmtime::Error) -> bool {
 }
 
 /// Creates a store, instantiates the component into it and hands it `request`.
-/// The deadline (`limits.timeout`) starts now and covers instantiation and the call.
+/// The deadline (the recipe's `limits.timeout`) starts now and covers
+/// instantiation and the call.
 pub async fn instantiate<B>(
     pre: &ProxyPre<RequestState>,
     request: Request<B>,
-    limits: Limits,
+    recipe: &StoreRecipe,
 ) -> Result<Invocation, Failure>
 where
     B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
     B::Error: Into<wasmtime_wasi_http::Error>,
 {
     let start = Instant::now();
+    let limits = recipe.limits;
     let deadline = tokio::time::Instant::from_std(start + limits.timeout);
-    let mut store = new_store(pre.engine(), &limits);
+    let mut store = new_store(pre.engine(), recipe);
     let proxy = pre
         .instantiate_async(&mut store)
         .await

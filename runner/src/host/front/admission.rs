@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 /// The admission settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub struct Admission {
 }
 
 /// Held for as long as one instance lives.
-pub type Permit = OwnedSemaphorePermit;
+pub use crate::host::instance::Permit;
 
 impl Admission {
     pub fn new(limits: AdmissionLimits) -> Self {

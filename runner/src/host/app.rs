@@ -1,0 +1,297 @@
+//! Hosts a Spin manifest's components on wasmtime the way `spin up` does: one
+//! engine, one linker, a pre-instantiated component per manifest entry, and a
+//! fresh store and instance for every request; a WASIp3 component (detected from
+//! its `wasi:http/handler@0.3` export) has its instances reused instead (`reuse`).
+//!
+//! [`Host`] is the interface: `spinbench serve` puts it behind an HTTP server
+//! ([`serve`]), and in-process measurements call [`Host::handle_timed`] directly.
+
+mod in_process;
+mod load;
+
+use super::capabilities::runtime_config::StateDirArg;
+use super::front::admission::{Admission, AdmissionLimits, Permit, Refusal};
+use super::front::body_limit::{self, BodyFault, BodyLimits, FaultCell, GuardedBody};
+use super::front::reply;
+use super::front::router::{RouteMatch, Router};
+use super::front::routes_listing::RoutesListing;
+use super::front::spin_headers::{self, ClientAddr};
+use super::front::well_known::WellKnown;
+use super::instance::compiled_cache::{self, Origin};
+use super::instance::engine::{Allocation, PoolSizing};
+use super::instance::invoke::{self, Failure, Holds};
+use super::instance::reuse::{Handler, ReuseLimits};
+use super::instance::slots::Slots;
+use super::instance::state::{GuestLimits, RequestState};
+use super::instance::{Body, declared_length};
+use super::logger;
+use crate::manifest::{Manifest, RouteTarget};
+use anyhow::Result;
+use bytes::Bytes;
+use http::uri::PathAndQuery;
+use http::{Request, Response, Uri};
+use load::Loaded;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How to build a [`Host`].
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Where compiled components are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+    /// Wall-clock limit per request, instantiation included; past it the
+    /// request gets a `504` and the instance is dropped.
+    pub request_timeout: Duration,
+    pub pool: PoolSizing,
+    /// The instance allocator: the pool (falling back to on-demand allocation
+    /// when its address space cannot be reserved), or on-demand allocation.
+    pub allocation: Allocation,
+    /// What each store may hold on the host beyond its linear memory.
+    pub guest: GuestLimits,
+    /// Concurrent instances and the queue in front of them (`serve` only: the
+    /// in-process API is not gated).
+    pub admission: AdmissionLimits,
+    /// Request bodies larger than this get a `413` from the runner itself.
+    pub max_request_body: u64,
+    /// How WASIp3 instances are reused.
+    pub reuse: ReuseLimits,
+    /// A request body that keeps the guest waiting this long for its next
+    /// bytes gets a `408` from the runner itself.
+    pub body_read_timeout: Duration,
+    /// Spin's `--runtime-config-file`: stores and databases other than the defaults.
+    pub runtime_config_file: Option<PathBuf>,
+    /// Spin's `--state-dir`: where the default store and database live.
+    pub state_dir: StateDirArg,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        Self {
+            cache_dir: compiled_cache::default_dir(),
+            request_timeout: Duration::from_secs(30),
+            pool: PoolSizing::default(),
+            allocation: Allocation::Pooling,
+            guest: GuestLimits::default(),
+            admission: AdmissionLimits::default(),
+            max_request_body: body_limit::DEFAULT_MAX_REQUEST_BODY,
+            reuse: ReuseLimits::default(),
+            body_read_timeout: body_limit::DEFAULT_BODY_READ_TIMEOUT,
+            runtime_config_file: None,
+            state_dir: StateDirArg::Default,
+        }
+    }
+}
+
+/// How one component was made ready at startup.
+#[derive(Debug, Clone)]
+pub struct ComponentLoad {
+    pub origin: Origin,
+    pub elapsed: Duration,
+}
+
+/// The loaded application: its router and one loaded component per triggered id.
+pub struct Host {
+    router: Router,
+    components: BTreeMap<String, Loaded>,
+    admission: Admission,
+    /// The pool's slots, taken by fresh instances too when a component is a
+    /// WASIp3 one (its idle instances hold slots without permits).
+    fresh_slots: Option<Arc<Slots>>,
+    body_limits: BodyLimits,
+    /// `spin-client-addr` of in-process requests.
+    in_process_client: ClientAddr,
+    /// What `serve` prints once it listens.
+    routes_listing: RoutesListing,
+    /// Spin's `/.well-known/spin/` paths.
+    well_known: WellKnown,
+}
+
+/// What the request log names a request answered by the host itself after.
+const WELL_KNOWN_LABEL: &str = "/.well-known/spin";
+const STATIC_LABEL: &str = "static response";
+
+/// The client address reported (`spin-client-addr`) for in-process requests.
+const IN_PROCESS_CLIENT: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+
+impl Host {
+    /// Checks that the manifest and its triggered components ask for nothing
+    /// the runner lacks (refusing the first such thing in one line), builds
+    /// the engine (starting its epoch ticker thread), then compiles or loads
+    /// from cache every triggered component, logging each on stderr.
+    pub fn new(manifest: &Manifest, options: &HostOptions) -> Result<Self> {
+        crate::manifest::hosting::check(manifest)?;
+        let router = Router::new(manifest.http_base(), &manifest.http_routes())?;
+        let triggered = manifest.triggered_components();
+        let application = load::load(manifest, &triggered, options)?;
+        let routes_listing = RoutesListing::new(manifest, &router);
+        Ok(Self {
+            router,
+            components: application.components,
+            admission: Admission::new(AdmissionLimits {
+                max_concurrent: application.max_concurrent,
+                ..options.admission
+            }),
+            fresh_slots: application.shared_slots,
+            body_limits: BodyLimits {
+                max_size: options.max_request_body,
+                read_timeout: options.body_read_timeout,
+            },
+            in_process_client: ClientAddr::new(IN_PROCESS_CLIENT),
+            routes_listing,
+            well_known: WellKnown::new(manifest),
+        })
+    }
+
+    /// What `serve` prints once it listens on `addr`: `spin up`'s route listing.
+    pub fn routes_listing(&self, addr: SocketAddr) -> String {
+        self.routes_listing.render(addr)
+    }
+
+    /// Routes and answers one request from the HTTP server.
+    pub(crate) async fn handle<B>(
+        &self,
+        request: Request<B>,
+        client: &ClientAddr,
+    ) -> (Response<Body>, Option<&str>)
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<wasmtime_wasi_http::Error>,
+    {
+        let path = request.uri().path();
+        if let Some(answer) = self.well_known.answer(path) {
+            return (answer, Some(WELL_KNOWN_LABEL));
+        }
+        let Some(matched) = self.router.route(path) else {
+            return (reply::no_route(), None);
+        };
+        let component = match &matched.route.target {
+            RouteTarget::Component(id) => id.as_str(),
+            RouteTarget::Static(response) => {
+                return (reply::static_response(response), Some(STATIC_LABEL));
+            }
+        };
+        let max_size = self.body_limits.max_size;
+        if declared_length(request.headers()).is_some_and(|n| n > max_size) {
+            let error = glue::ApiError::body_too_large(max_size);
+            return (reply::to_response(error.to_reply()), Some(component));
+        }
+        let permit = match self.admission.admit().await {
+            Ok(permit) => permit,
+            Err(refusal) => return (self.busy(refusal), Some(component)),
+        };
+        let fault = FaultCell::default();
+        let request = with_spin_headers(request, &matched, client)
+            .map(|body| GuardedBody::new(body, self.body_limits, fault.clone()));
+        let loaded = &self.components[component];
+        let response = match &loaded.handler {
+            Handler::Fresh(pre) => self.fresh(pre, request, loaded, permit).await,
+            Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
+        };
+        let response = response
+            .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
+        // The guest saw a failed body read and answered as it saw fit (a 400 for
+        // ours); the client deserves to know what went wrong. The guest's
+        // response, and with it a WASIp2 instance, is dropped here.
+        let fault_reply = match fault.get() {
+            None => return (response, Some(component)),
+            Some(BodyFault::TooLarge) => glue::ApiError::body_too_large(max_size),
+            Some(BodyFault::Stalled) => glue::ApiError::new(
+                408,
+                format!(
+                    "request body: no data received for {:?}; send the body without pauses",
+                    self.body_limits.read_timeout
+                ),
+            ),
+        };
+        (reply::to_response(fault_reply.to_reply()), Some(component))
+    }
+
+    /// Serves `request` on a fresh instance, which holds `permit` and, when
+    /// idle WASIp3 instances share the pool, a slot of it.
+    async fn fresh<B>(
+        &self,
+        pre: &wasmtime_wasi_http::p2::bindings::ProxyPre<RequestState>,
+        request: Request<B>,
+        loaded: &Loaded,
+        permit: Permit,
+    ) -> Result<Response<Body>, Failure>
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<wasmtime_wasi_http::Error>,
+    {
+        let slot = match &self.fresh_slots {
+            None => None,
+            Some(slots) => Some(
+                slots
+                    .take()
+                    .await
+                    .map_err(|none| Failure::Overloaded(wasmtime::Error::new(none)))?,
+            ),
+        };
+        let invocation = invoke::instantiate(pre, request, &loaded.recipe).await?;
+        invoke::respond(invocation, Holds::new(permit, slot)).await
+    }
+
+    /// The `503` for a request that found no free instance.
+    fn busy(&self, refusal: Refusal) -> Response<Body> {
+        reply::to_response(reply::busy(refusal.message(self.admission.limits())))
+    }
+}
+
+/// Logs the failure as one stderr line, through the log queue so that a stalled
+/// stderr cannot block the request (a guest's own panic message is already
+/// logged above it; timeouts are expected under load tests, so only the
+/// response says so) and builds the JSON error reply.
+fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
+    let message = failure.message(component);
+    if let Failure::Overloaded(_) = failure {
+        // Only if the pool runs out despite the admission cap; as busy as a 503 from it.
+        return reply::busy(message);
+    }
+    if !matches!(failure, Failure::Timeout(_)) {
+        match failure.cause() {
+            Some(cause) => logger::line(format!("error: {message}: {cause}")),
+            None => logger::line(format!("error: {message}")),
+        }
+    }
+    reply::server_error(failure.status(), message)
+}
+
+/// Makes the URI absolute (`http://<host><path>`, as Spin passes it) and sets
+/// the `spin-*` headers.
+fn with_spin_headers<B>(
+    request: Request<B>,
+    matched: &RouteMatch<'_>,
+    client: &ClientAddr,
+) -> Request<B> {
+    let (mut parts, body) = request.into_parts();
+    let authority = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| parts.uri.authority().map(http::uri::Authority::as_str))
+        .unwrap_or("localhost")
+        .to_string();
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
+    let full_url = format!("http://{authority}{path_and_query}");
+    spin_headers::apply(&mut parts.headers, matched, &full_url, client);
+    // Built from its parts: only the authority is parsed again.
+    let mut uri = http::uri::Parts::default();
+    uri.scheme = Some(http::uri::Scheme::HTTP);
+    uri.authority = authority.parse().ok();
+    uri.path_and_query = Some(path_and_query);
+    if let Ok(uri) = Uri::from_parts(uri) {
+        parts.uri = uri;
+    }
+    Request::from_parts(parts, body)
+}
+
+#[cfg(test)]
+mod tests;

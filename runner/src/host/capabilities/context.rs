@@ -1,0 +1,123 @@
+//! What host functions know of the component they serve: its grants from the
+//! manifest (variables, environment, stores, databases, outbound hosts), read
+//! once at start, and the application's services, shared by every component
+//! and instance.
+
+use super::runtime_config::RuntimeConfig;
+use crate::manifest::{Manifest, variables};
+use anyhow::{Result, anyhow};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One component's view of the application, shared by all its stores.
+#[derive(Debug)]
+pub struct ComponentContext {
+    /// The component's id, as the errors it gets name it.
+    pub id: String,
+    /// Its component variables (`[component.<id>.variables]`), templates expanded.
+    pub variables: BTreeMap<String, String>,
+    /// Its environment (`wasi:cli/environment`).
+    pub environment: Vec<(String, String)>,
+    /// What its manifest table grants beyond variables and environment.
+    #[expect(
+        dead_code,
+        reason = "read by the key-value, SQLite and outbound capabilities, next"
+    )]
+    pub grants: Grants,
+    #[expect(
+        dead_code,
+        reason = "read by the key-value and SQLite capabilities, next"
+    )]
+    pub services: Arc<AppServices>,
+}
+
+/// A component's `key_value_stores`, `sqlite_databases`, `ai_models` and
+/// `allowed_outbound_hosts` (with `allowed_http_hosts`, Spin's older name),
+/// templates in the hosts expanded over the application's variables.
+#[derive(Debug, Clone, Default)]
+#[expect(
+    dead_code,
+    reason = "read by the key-value, SQLite and outbound capabilities, next"
+)]
+pub struct Grants {
+    pub key_value_stores: Vec<String>,
+    pub sqlite_databases: Vec<String>,
+    pub ai_models: Vec<String>,
+    pub allowed_outbound_hosts: Vec<String>,
+}
+
+/// What every component of the application shares.
+#[derive(Debug, Default)]
+pub struct AppServices {
+    /// The runtime config file and the state directory.
+    #[expect(
+        dead_code,
+        reason = "read by the key-value and SQLite capabilities, next"
+    )]
+    pub runtime_config: RuntimeConfig,
+}
+
+impl AppServices {
+    pub fn new(runtime_config: RuntimeConfig) -> Self {
+        Self { runtime_config }
+    }
+}
+
+impl ComponentContext {
+    /// The context of each component `ids` names, application variables read
+    /// from `SPIN_VARIABLE_<NAME>` or their defaults.
+    pub fn for_components<'a>(
+        manifest: &Manifest,
+        ids: impl IntoIterator<Item = &'a str>,
+        services: &Arc<AppServices>,
+    ) -> Result<BTreeMap<String, Arc<ComponentContext>>> {
+        let application =
+            variables::application_values(&manifest.variables, |key| std::env::var(key).ok())?;
+        ids.into_iter()
+            .map(|id| {
+                let component = manifest
+                    .component
+                    .get(id)
+                    .ok_or_else(|| anyhow!("no [component.{id}] in the manifest"))?;
+                let in_component = |e: anyhow::Error| anyhow!("component {id:?}: {e}");
+                let variables = variables::component_values(&component.variables, &application)
+                    .map_err(in_component)?;
+                let allowed_outbound_hosts = component
+                    .allowed_outbound_hosts
+                    .iter()
+                    .chain(&component.allowed_http_hosts)
+                    .map(|host| variables::expand(host, &application))
+                    .collect::<Result<_>>()
+                    .map_err(in_component)?;
+                let context = ComponentContext {
+                    id: id.to_string(),
+                    variables,
+                    environment: component.environment.clone().into_iter().collect(),
+                    grants: Grants {
+                        key_value_stores: component.key_value_stores.clone(),
+                        sqlite_databases: component.sqlite_databases.clone(),
+                        ai_models: component.ai_models.clone(),
+                        allowed_outbound_hosts,
+                    },
+                    services: services.clone(),
+                };
+                Ok((id.to_string(), Arc::new(context)))
+            })
+            .collect()
+    }
+
+    /// A context with only an id and variables, for tests.
+    #[cfg(test)]
+    pub fn for_test(id: &str, variables: &[(&str, &str)]) -> Self {
+        Self {
+            id: id.to_string(),
+            variables: variables
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect(),
+            environment: Vec::new(),
+            grants: Grants::default(),
+            services: Arc::default(),
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! What a component may import, and what provides it: one module per
+//! capability, the way Spin has one `factor-*` crate per capability, and one
+//! table, [`INTERFACES`], of every interface name and version the runner links.
+//! The import check, the engine's settings and the linker all read that table.
+//!
+//! Capabilities are linked for every component that imports them, granted or
+//! not, as Spin links them: what a component was not granted in its manifest
+//! (`key_value_stores`, `allowed_outbound_hosts`, ...) is denied when it is
+//! called, with the error Spin returns, never refused at start.
+//!
+//! Host functions reach a store's data through [`HostState`], so this module
+//! does not depend on how the instance machinery lays its stores out.
+
+pub mod context;
+pub mod environment;
+pub mod runtime_config;
+pub mod variables;
+pub mod wasi;
+
+pub use context::{AppServices, ComponentContext};
+
+use anyhow::Result;
+use semver::Version;
+use std::collections::BTreeSet;
+use wasmtime::component::{Linker, ResourceTable};
+
+/// What every store's data gives host functions.
+pub trait HostState: Send + 'static {
+    /// The component's grants and the application's services.
+    fn context(&self) -> &ComponentContext;
+    /// The store's resource table.
+    #[expect(dead_code, reason = "for the capabilities with resources, next")]
+    fn table(&mut self) -> &mut ResourceTable;
+}
+
+/// A set of interfaces linked together: one version of one capability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Group {
+    /// WASI 0.2.x (`wasi:cli`, `clocks`, `filesystem`, `io`, `random`,
+    /// `sockets`, and `wasi:http`'s `types` and `outgoing-handler`).
+    WasiP2,
+    /// WASI 0.3.x, including what its release candidate 2026-03-15 is renamed to
+    /// (`instance::prepare`).
+    WasiP3,
+    /// `fermyon:spin/variables@2.0.0`.
+    VariablesV2,
+    /// `spin:variables/variables@3.0.0` (async).
+    VariablesV3,
+    /// `fermyon:spin/config` (Spin 1's name for variables).
+    ConfigV1,
+    /// `wasi:config/store@0.2.0-draft-2024-09-27`.
+    WasiConfig,
+}
+
+impl Group {
+    /// Whether its host functions use the component model's async ABI, which
+    /// the engine must then be configured for.
+    pub fn concurrent(self) -> bool {
+        matches!(self, Group::WasiP3 | Group::VariablesV3)
+    }
+}
+
+/// One interface the runner provides, by the name a component imports it under.
+#[derive(Debug, Clone, Copy)]
+pub struct Interface {
+    /// The name as provided (`fermyon:spin/variables@2.0.0`). A versioned
+    /// import matches it when package and interface agree and the provided
+    /// version is semver-compatible with, and not older than, the imported
+    /// one: what wasmtime's linker accepts.
+    pub name: &'static str,
+    pub group: Group,
+}
+
+/// Every Spin interface the runner links, by the version it provides. WASI is
+/// matched by package and release track instead ([`wasi::group_of`]).
+pub static INTERFACES: &[Interface] = &[
+    Interface {
+        name: variables::V2,
+        group: Group::VariablesV2,
+    },
+    Interface {
+        name: variables::V3,
+        group: Group::VariablesV3,
+    },
+    Interface {
+        name: variables::CONFIG_V1,
+        group: Group::ConfigV1,
+    },
+    Interface {
+        name: variables::WASI_CONFIG,
+        group: Group::WasiConfig,
+    },
+];
+
+/// The group that provides `import`, if the runner provides it.
+pub fn group_of(import: &str) -> Option<Group> {
+    let name = Name::parse(import)?;
+    wasi::group_of(&name).or_else(|| {
+        INTERFACES
+            .iter()
+            .find(|interface| {
+                Name::parse(interface.name).is_some_and(|provided| provided.satisfies(&name))
+            })
+            .map(|interface| interface.group)
+    })
+}
+
+/// What one component's imports need, or the first import nothing provides.
+pub fn groups_for(imports: &[String]) -> Result<BTreeSet<Group>, Unprovided> {
+    imports
+        .iter()
+        .map(|import| group_of(import).ok_or_else(|| Unprovided(import.clone())))
+        .collect()
+}
+
+/// An import no capability provides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unprovided(pub String);
+
+/// Adds every interface of `groups` to `linker`.
+pub fn link<T>(linker: &mut Linker<T>, groups: &BTreeSet<Group>) -> Result<()>
+where
+    T: HostState + wasmtime_wasi::WasiView + wasmtime_wasi_http::WasiHttpView,
+{
+    for group in groups {
+        match group {
+            Group::WasiP2 => wasi::link_p2(linker)?,
+            Group::WasiP3 => wasi::link_p3(linker)?,
+            Group::VariablesV2 => variables::link_v2(linker)?,
+            Group::VariablesV3 => variables::link_v3(linker)?,
+            Group::ConfigV1 => variables::link_config_v1(linker)?,
+            Group::WasiConfig => variables::link_wasi_config(linker)?,
+        }
+    }
+    Ok(())
+}
+
+/// An import name taken apart: `package:name/interface@version`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Name<'a> {
+    /// `wasi:http`, `fermyon:spin`.
+    pub package: &'a str,
+    pub interface: &'a str,
+    /// `None` for an unversioned package (Spin 1's `fermyon:spin/key-value`).
+    pub version: Option<Version>,
+}
+
+impl<'a> Name<'a> {
+    /// `None` for a name that is not an interface of a package (a plain import name).
+    pub fn parse(name: &'a str) -> Option<Self> {
+        let (path, version) = match name.split_once('@') {
+            Some((path, version)) => (path, Some(Version::parse(version).ok()?)),
+            None => (name, None),
+        };
+        let (package, interface) = path.split_once('/')?;
+        package.contains(':').then_some(Self {
+            package,
+            interface,
+            version,
+        })
+    }
+
+    /// Whether an import of `wanted` can be given this provided interface, as
+    /// wasmtime's linker decides it: the same interface, and for a versioned
+    /// one, this version not older and on the same semver track (same major,
+    /// or same minor under 1.0, or exactly equal for a pre-release).
+    pub fn satisfies(&self, wanted: &Name<'_>) -> bool {
+        if self.package != wanted.package || self.interface != wanted.interface {
+            return false;
+        }
+        match (&self.version, &wanted.version) {
+            (None, None) => true,
+            (Some(provided), Some(wanted)) => compatible(provided, wanted),
+            _ => false,
+        }
+    }
+}
+
+fn compatible(provided: &Version, wanted: &Version) -> bool {
+    if !provided.pre.is_empty() || !wanted.pre.is_empty() {
+        return provided == wanted;
+    }
+    let track = |v: &Version| match (v.major, v.minor) {
+        (0, 0) => (0, 0, v.patch),
+        (0, minor) => (0, minor, 0),
+        (major, _) => (major, 0, 0),
+    };
+    track(provided) == track(wanted) && provided >= wanted
+}
+
+#[cfg(test)]
+mod tests;

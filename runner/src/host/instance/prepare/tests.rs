@@ -1,0 +1,130 @@
+use super::*;
+use wit_parser::{LiftLowerAbi, ManglingAndAbi, Resolve};
+
+/// A WASI-like package at `version`: a resource, and a handler using it.
+fn http_package(version: &str) -> String {
+    format!(
+        "package wasi:http@{version};\n\
+         interface types {{ resource request; }}\n\
+         interface handler {{ use types.{{request}}; handle: func(r: request); }}\n"
+    )
+}
+
+/// A core module, as wit-bindgen leaves it, for a world of `app` importing
+/// `imports` and exporting `exports`, with the packages `packages` available.
+fn module(packages: &[String], imports: &[&str], exports: &[&str]) -> Vec<u8> {
+    let mut resolve = Resolve::default();
+    for (i, package) in packages.iter().enumerate() {
+        resolve.push_str(format!("dep{i}.wit"), package).unwrap();
+    }
+    let body: String = imports
+        .iter()
+        .map(|name| format!("import {name};\n"))
+        .chain(exports.iter().map(|name| format!("export {name};\n")))
+        .collect();
+    let app = resolve
+        .push_str(
+            "app.wit",
+            &format!("package test:app;\nworld app {{\n{body}}}\n"),
+        )
+        .unwrap();
+    let world = resolve.select_world(&[app], Some("app")).unwrap();
+    let mut module =
+        wit_component::dummy_module(&resolve, world, ManglingAndAbi::Legacy(LiftLowerAbi::Sync));
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )
+    .unwrap();
+    module
+}
+
+fn exports_of(component: &[u8]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(component) {
+        match payload.unwrap() {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) if depth > 0 => depth -= 1,
+            Payload::ComponentExportSection(exports) if depth == 0 => {
+                names.extend(
+                    exports
+                        .into_iter()
+                        .map(|e| e.unwrap().name.name.to_string()),
+                );
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
+#[test]
+fn a_core_module_with_its_component_type_is_made_a_component() {
+    let module = module(
+        &[http_package("0.2.0")],
+        &["wasi:http/types@0.2.0"],
+        &["wasi:http/handler@0.2.0"],
+    );
+    let prepared = prepare(&module).unwrap();
+    assert_eq!(prepared.adapted, ["componentized"]);
+    assert_eq!(encoding(&prepared.wasm).unwrap(), Encoding::Component);
+    assert_eq!(prepared.imports, ["wasi:http/types@0.2.0"]);
+    assert_eq!(prepared.flavour, Flavour::P2);
+}
+
+#[test]
+fn a_core_module_without_its_component_type_is_refused_with_what_to_do() {
+    // `\0asm`, version 1: an empty core module, as a WAGI or Spin 1 module has no
+    // `component-type` section either.
+    let error = prepare(b"\0asm\x01\0\0\0").unwrap_err();
+    assert!(
+        format!("{error:#}").contains("spin-sdk 2 or later"),
+        "{error:#}"
+    );
+}
+
+#[test]
+fn the_2026_03_15_candidate_is_served_as_wasi_0_3_0() {
+    let rc = "0.3.0-rc-2026-03-15";
+    let module = module(
+        &[http_package(rc)],
+        &[&format!("wasi:http/types@{rc}")],
+        &[&format!("wasi:http/handler@{rc}")],
+    );
+    let prepared = prepare(&module).unwrap();
+    assert_eq!(
+        prepared.adapted,
+        ["componentized", "WASI 0.3.0-rc-2026-03-15 served as 0.3.0"]
+    );
+    assert_eq!(prepared.imports, ["wasi:http/types@0.3.0"]);
+    assert_eq!(exports_of(&prepared.wasm), ["wasi:http/handler@0.3.0"]);
+    assert_eq!(prepared.flavour, Flavour::P3);
+    // The result is a valid component.
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+        .validate_all(&prepared.wasm)
+        .unwrap();
+}
+
+#[test]
+fn other_prereleases_and_other_namespaces_keep_their_names() {
+    assert_eq!(
+        renamed("wasi:http/types@0.3.0-rc-2026-03-15").as_deref(),
+        Some("wasi:http/types@0.3.0")
+    );
+    assert_eq!(renamed("wasi:http/types@0.3.0-rc-2026-01-06"), None);
+    assert_eq!(renamed("wasi:http/types@0.2.0-rc-2023-11-10"), None);
+    assert_eq!(renamed("acme:http/types@0.3.0-rc-2026-03-15"), None);
+    assert_eq!(renamed("wasi:http/types@0.3.0"), None);
+}
+
+#[test]
+fn a_component_that_needs_nothing_is_left_as_it_is() {
+    let module = module(&[http_package("0.2.0")], &["wasi:http/types@0.2.0"], &[]);
+    let component = prepare(&module).unwrap().wasm.into_owned();
+    let prepared = prepare(&component).unwrap();
+    assert!(prepared.adapted.is_empty());
+    assert!(matches!(prepared.wasm, Cow::Borrowed(_)));
+}
