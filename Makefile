@@ -24,6 +24,7 @@ build: setup
 	$(SPINBENCH) build --manifest tests/misbehaving/spin.toml
 	$(SPINBENCH) build -f tests/template-app
 	$(SPINBENCH) build -f tests/template-app/kv
+	$(SPINBENCH) build -f tests/apps/spin4-template
 
 setup:
 	rustup target add wasm32-wasip2

@@ -1,0 +1,120 @@
+//! What Spin 4.0.2's `spin new http-rust` writes (tests/apps/spin4-template:
+//! spin-sdk 6, a WASIp3 component on `wasi:http@0.3.0-rc-2026-03-15`, with a
+//! `:name` route and a variable read through `spin:variables@3.0.0`) is served
+//! as `spin up` serves it, and `compare -f` measures it without a benchmark
+//! file of its own.
+
+mod support;
+
+use e2e::{Server, artifact, get, workspace_root};
+use std::path::{Path, PathBuf};
+
+const APP: &str = "tests/apps/spin4-template";
+const WASM: &str = "target/wasm32-wasip2/release/spin4_template.wasm";
+
+fn built_app() -> PathBuf {
+    let app = workspace_root().join(APP);
+    assert!(
+        app.join(WASM).exists(),
+        "{APP}/{WASM} is not built: run `make build` first"
+    );
+    app
+}
+
+fn serve(app: &Path, env: &[(&str, &str)]) -> Server {
+    let cache = workspace_root().join("target/e2e-cache");
+    let args = [
+        "serve",
+        "-f",
+        app.to_str().unwrap(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ];
+    Server::start_configured(
+        "spin4-template",
+        &artifact("release/spinbench"),
+        &args,
+        |command, addr| {
+            command.arg("--listen").arg(addr.to_string());
+            for (key, value) in env {
+                command.env(key, value);
+            }
+        },
+    )
+}
+
+#[test]
+fn the_spin_4_template_app_answers_with_its_route_match_and_variable() {
+    let server = serve(&built_app(), &[]);
+    let answer = get(&server.url("/hello/Ada"));
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.content_type, "text/plain");
+    assert_eq!(answer.text(), "Hello, Ada!");
+    // A path the `:name` route does not match is Spin's empty 404.
+    let none = get(&server.url("/hello/Ada/Lovelace"));
+    assert_eq!((none.status, none.body.len()), (404, 0));
+    // Its `println!` reaches the log, as under `spin up`.
+    let log = server.log();
+    assert!(
+        log.contains("guest[spin4-template") && log.contains("Handling request to"),
+        "{log}"
+    );
+    assert!(
+        log.contains("WASI 0.3.0-rc-2026-03-15 served as 0.3.0"),
+        "{log}"
+    );
+}
+
+#[test]
+fn its_variable_is_overridden_from_the_environment() {
+    let server = serve(&built_app(), &[("SPIN_VARIABLE_GREETING", "Howdy")]);
+    assert_eq!(get(&server.url("/hello/Bo")).text(), "Howdy, Bo!");
+}
+
+/// A copy of the app (its manifest and its built component) in a fresh
+/// directory, so that what `compare` writes beside it stays out of the tree.
+fn app_copy() -> tempfile::TempDir {
+    let app = built_app();
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(app.join("spin.toml"), copy.path().join("spin.toml")).unwrap();
+    let wasm = copy.path().join(WASM);
+    std::fs::create_dir_all(wasm.parent().unwrap()).unwrap();
+    std::fs::copy(app.join(WASM), &wasm).unwrap();
+    copy
+}
+
+#[test]
+fn compare_measures_it_from_a_benchmark_file_derived_from_its_manifest() {
+    let app = app_copy();
+    let report = e2e::compare(
+        &[
+            "-f",
+            app.path().to_str().unwrap(),
+            "--quick",
+            "--measurements",
+            "process_cold_start,load",
+        ],
+        "spin4-template",
+    );
+    support::assert_valid_report(&report);
+    assert_eq!(
+        report["plan"]["functions"],
+        serde_json::json!(["spin4-template"])
+    );
+    for (measurement, name) in [("process_cold_start", "first_200"), ("load", "throughput")] {
+        let rows = support::metrics(&report, measurement, "wasm");
+        let row = rows
+            .iter()
+            .find(|m| m["metric"] == name)
+            .unwrap_or_else(|| panic!("{measurement}: no {name} in {rows:?}"));
+        assert!(
+            row["summary"]["p50"].as_f64().is_some_and(|v| v > 0.0),
+            "{measurement} {name} not measured: {row}"
+        );
+    }
+    let derived = std::fs::read_to_string(app.path().join("spinbench.toml")).unwrap();
+    assert!(
+        derived.contains("id = \"spin4-template\"") && derived.contains("path = \"/hello/name\""),
+        "{derived}"
+    );
+}
