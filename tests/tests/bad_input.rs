@@ -225,7 +225,11 @@ fn bad_inputs_are_json_4xx_and_identical_on_both_hosts() {
             // own way: `spin up`'s (and so spinbench serve's) has an empty body.
             assert_eq!(from_native.status, 404, "native: {what}");
             assert_json_4xx(&from_native, &what);
-            assert!(from_wasm.body.is_empty(), "wasm: {what}: {}", from_wasm.text());
+            assert!(
+                from_wasm.body.is_empty(),
+                "wasm: {what}: {}",
+                from_wasm.text()
+            );
             continue;
         }
         assert_json_4xx(&from_wasm, &what);

@@ -34,7 +34,11 @@ fn components_and_natives_give_identical_answers() {
             // The router's own 404: Spin's, with an empty body, under
             // spinbench serve; the native server's names the path.
             assert_eq!(from_native.status, 404, "native: {what}");
-            assert!(from_wasm.body.is_empty(), "wasm: {what}: {}", from_wasm.text());
+            assert!(
+                from_wasm.body.is_empty(),
+                "wasm: {what}: {}",
+                from_wasm.text()
+            );
             continue;
         }
         assert_eq!(from_native, from_wasm, "native vs wasm: {what}");
