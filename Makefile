@@ -25,6 +25,7 @@ build: setup
 	$(SPINBENCH) build -f tests/template-app
 	$(SPINBENCH) build -f tests/template-app/kv
 	$(SPINBENCH) build -f tests/apps/spin4-template
+	$(SPINBENCH) build -f tests/apps/outbound
 
 setup:
 	rustup target add wasm32-wasip2

@@ -13,7 +13,12 @@
 
 pub mod context;
 pub mod environment;
+pub mod mqtt;
+pub mod outbound_hosts;
+pub mod outbound_http;
+pub mod redis;
 pub mod runtime_config;
+pub mod sockets;
 pub mod variables;
 pub mod wasi;
 
@@ -29,7 +34,6 @@ pub trait HostState: Send + 'static {
     /// The component's grants and the application's services.
     fn context(&self) -> &ComponentContext;
     /// The store's resource table.
-    #[expect(dead_code, reason = "for the capabilities with resources, next")]
     fn table(&mut self) -> &mut ResourceTable;
 }
 
@@ -50,13 +54,24 @@ pub enum Group {
     ConfigV1,
     /// `wasi:config/store@0.2.0-draft-2024-09-27`.
     WasiConfig,
+    /// `fermyon:spin/redis@2.0.0`.
+    RedisV2,
+    /// `spin:redis/redis@3.0.0` (async).
+    RedisV3,
+    /// `fermyon:spin/mqtt@2.0.0`.
+    MqttV2,
+    /// `spin:mqtt/mqtt@3.0.0` (async).
+    MqttV3,
 }
 
 impl Group {
     /// Whether its host functions use the component model's async ABI, which
     /// the engine must then be configured for.
     pub fn concurrent(self) -> bool {
-        matches!(self, Group::WasiP3 | Group::VariablesV3)
+        matches!(
+            self,
+            Group::WasiP3 | Group::VariablesV3 | Group::RedisV3 | Group::MqttV3
+        )
     }
 }
 
@@ -89,6 +104,22 @@ pub static INTERFACES: &[Interface] = &[
     Interface {
         name: variables::WASI_CONFIG,
         group: Group::WasiConfig,
+    },
+    Interface {
+        name: redis::V2,
+        group: Group::RedisV2,
+    },
+    Interface {
+        name: redis::V3,
+        group: Group::RedisV3,
+    },
+    Interface {
+        name: mqtt::V2,
+        group: Group::MqttV2,
+    },
+    Interface {
+        name: mqtt::V3,
+        group: Group::MqttV3,
     },
 ];
 
@@ -130,6 +161,10 @@ where
             Group::VariablesV3 => variables::link_v3(linker)?,
             Group::ConfigV1 => variables::link_config_v1(linker)?,
             Group::WasiConfig => variables::link_wasi_config(linker)?,
+            Group::RedisV2 => redis::link_v2(linker)?,
+            Group::RedisV3 => redis::link_v3(linker)?,
+            Group::MqttV2 => mqtt::link_v2(linker)?,
+            Group::MqttV3 => mqtt::link_v3(linker)?,
         }
     }
     Ok(())
