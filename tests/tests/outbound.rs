@@ -114,7 +114,8 @@ fn ask(server: &Server, path: &str) -> String {
     answer.text()
 }
 
-const DENIED: &str = "error=ErrorCode(HttpRequestDenied)";
+/// How spin-sdk 5 prints `HTTP-request-denied`.
+const DENIED: &str = "error=Http(ErrorCode::HttpRequestDenied)";
 
 #[test]
 fn outbound_http_reaches_exactly_the_listed_hosts() {
@@ -216,7 +217,7 @@ fn tcp_connects_exactly_where_the_list_allows() {
 fn an_invalid_entry_stops_the_start_naming_it() {
     for (entry, says) in [
         ("example.com", "no scheme"),
-        ("http://example.com:80:90", "port"),
+        ("http://example.com:80:90", "host \"example.com:80\""),
         ("ftp://example.com", "no well-known port"),
         ("http://*.127.0.0.1", "host"),
     ] {
@@ -308,13 +309,13 @@ fn redis_is_reached_only_when_allowed() {
     ] {
         assert_eq!(
             ask(&server, &format!("/redis?{escape}")),
-            "error=InvalidAddress"
+            "error=Error::InvalidAddress"
         );
     }
     let (_dir, denied) = serve(&[]);
     assert_eq!(
         ask(&denied, &format!("/redis?{address}")),
-        "error=InvalidAddress"
+        "error=Error::InvalidAddress"
     );
 }
 
@@ -337,6 +338,6 @@ fn mqtt_is_reached_only_when_allowed() {
     let (_dir, denied) = serve(&[]);
     assert_eq!(
         ask(&denied, &format!("/mqtt?{address}")),
-        format!("error=ConnectionFailed(\"address {address} is not permitted\")")
+        format!("error=Error::ConnectionFailed(\"address {address} is not permitted\")")
     );
 }
