@@ -341,3 +341,35 @@ fn mqtt_is_reached_only_when_allowed() {
         format!("error=Error::ConnectionFailed(\"address {address} is not permitted\")")
     );
 }
+
+#[test]
+fn databases_are_linked_and_refused_as_spin_refuses_them() {
+    let (_dir, server) = serve(&["postgres://db.local:5433".to_string()]);
+    for (path, message) in [
+        (
+            "/postgres?postgres://user:pw@other.local:5432/app",
+            "address postgres://other.local:5432 is not permitted",
+        ),
+        (
+            "/postgres4?postgres://other.local/app",
+            "address postgres://other.local is not permitted",
+        ),
+        (
+            "/mysql?mysql://root@db.local/app",
+            "address mysql://root@db.local/app is not permitted",
+        ),
+        // Allowed, but spinbench reaches no database.
+        (
+            "/postgres?postgres://db.local:5433/app",
+            "spinbench serve does not connect to PostgreSQL",
+        ),
+    ] {
+        let answer = ask(&server, path);
+        assert!(
+            answer.starts_with("error=")
+                && answer.contains("ConnectionFailed")
+                && answer.contains(message),
+            "{path}: {answer}"
+        );
+    }
+}

@@ -16,6 +16,7 @@ pub mod environment;
 pub mod mqtt;
 pub mod outbound_hosts;
 pub mod outbound_http;
+pub mod rdbms;
 pub mod redis;
 pub mod runtime_config;
 pub mod sockets;
@@ -62,6 +63,16 @@ pub enum Group {
     MqttV2,
     /// `spin:mqtt/mqtt@3.0.0` (async).
     MqttV3,
+    /// `fermyon:spin/postgres@2.0.0`, `spin:postgres/postgres@3.0.0`, `@4.x`
+    /// (some functions async), `fermyon:spin/mysql@2.0.0`,
+    /// `spin:mysql/mysql@3.0.0` (async): linked, no database reached.
+    PostgresV2,
+    PostgresV3,
+    PostgresV4,
+    MysqlV2,
+    MysqlV3,
+    /// `fermyon:spin/rdbms-types@2.0.0`, types only.
+    RdbmsTypesV2,
 }
 
 impl Group {
@@ -70,7 +81,12 @@ impl Group {
     pub fn concurrent(self) -> bool {
         matches!(
             self,
-            Group::WasiP3 | Group::VariablesV3 | Group::RedisV3 | Group::MqttV3
+            Group::WasiP3
+                | Group::VariablesV3
+                | Group::RedisV3
+                | Group::MqttV3
+                | Group::PostgresV4
+                | Group::MysqlV3
         )
     }
 }
@@ -121,6 +137,30 @@ pub static INTERFACES: &[Interface] = &[
         name: mqtt::V3,
         group: Group::MqttV3,
     },
+    Interface {
+        name: rdbms::POSTGRES_V2,
+        group: Group::PostgresV2,
+    },
+    Interface {
+        name: rdbms::POSTGRES_V3,
+        group: Group::PostgresV3,
+    },
+    Interface {
+        name: rdbms::POSTGRES_V4,
+        group: Group::PostgresV4,
+    },
+    Interface {
+        name: rdbms::MYSQL_V2,
+        group: Group::MysqlV2,
+    },
+    Interface {
+        name: rdbms::MYSQL_V3,
+        group: Group::MysqlV3,
+    },
+    Interface {
+        name: rdbms::RDBMS_TYPES_V2,
+        group: Group::RdbmsTypesV2,
+    },
 ];
 
 /// The group that provides `import`, if the runner provides it.
@@ -165,6 +205,12 @@ where
             Group::RedisV3 => redis::link_v3(linker)?,
             Group::MqttV2 => mqtt::link_v2(linker)?,
             Group::MqttV3 => mqtt::link_v3(linker)?,
+            Group::PostgresV2 => rdbms::link_postgres_v2(linker)?,
+            Group::PostgresV3 => rdbms::link_postgres_v3(linker)?,
+            Group::PostgresV4 => rdbms::link_postgres_v4(linker)?,
+            Group::MysqlV2 => rdbms::link_mysql_v2(linker)?,
+            Group::MysqlV3 => rdbms::link_mysql_v3(linker)?,
+            Group::RdbmsTypesV2 => rdbms::link_rdbms_types_v2(linker)?,
         }
     }
     Ok(())

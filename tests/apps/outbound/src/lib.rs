@@ -8,7 +8,10 @@
 //! - `/redis?<address>`: `set` then `get` of one key (`fermyon:spin/redis`):
 //!   `value=<value>`, or `error=<error>`;
 //! - `/mqtt?<address>`: publishes one message at QoS 1 (`fermyon:spin/mqtt`):
-//!   `published`, or `error=<error>`.
+//!   `published`, or `error=<error>`;
+//! - `/postgres?<address>`, `/postgres4?<address>`, `/mysql?<address>`: opens a
+//!   connection (`fermyon:spin/postgres@2.0.0`, `spin:postgres/postgres@4.0.0`,
+//!   `fermyon:spin/mysql@2.0.0`): `opened`, or `error=<error>`.
 
 // `#[http_component]` expands to the component's exported ABI (`export_name`, unsafe
 // blocks), which wit-bindgen generates from the WIT and the canonical ABI.
@@ -27,6 +30,9 @@ mod component {
             "/tcp" => tcp(&target),
             "/redis" => redis(&target),
             "/mqtt" => mqtt(&target),
+            "/postgres" => opened(spin_sdk::pg::Connection::open(&target).map(drop)),
+            "/postgres4" => opened(spin_sdk::pg4::Connection::open(&target).map(drop)),
+            "/mysql" => opened(spin_sdk::mysql::Connection::open(&target).map(drop)),
             _ => return Response::new(404, "no such test"),
         };
         Response::new(200, report)
@@ -81,6 +87,13 @@ mod component {
         });
         match result {
             Ok(()) => "published".to_string(),
+            Err(error) => format!("error={error:?}"),
+        }
+    }
+
+    fn opened<E: std::fmt::Debug>(result: Result<(), E>) -> String {
+        match result {
+            Ok(()) => "opened".to_string(),
             Err(error) => format!("error={error:?}"),
         }
     }
