@@ -227,7 +227,7 @@ fn an_invalid_entry_stops_the_start_naming_it() {
         let (status, output) = run_to_exit(
             &artifact("release/spinbench"),
             &args,
-            Duration::from_secs(60),
+            Duration::from_mins(1),
         )
         .expect("the runner exits");
         assert!(!status.success(), "{entry}: {output}");
@@ -260,18 +260,16 @@ fn free_port() -> u16 {
 /// Starts `program` and waits until it accepts on `port`, or `None` if it is
 /// not installed.
 fn service(program: &str, args: &[&str], port: u16) -> Option<Service> {
-    let child = match Command::new(program)
+    let Ok(child) = Command::new(program)
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-    {
-        Ok(child) => Service(child),
-        Err(_) => {
-            println!("skipped: {program} is not installed (Debian: apt-get install {program})");
-            return None;
-        }
+    else {
+        println!("skipped: {program} is not installed (Debian: apt-get install {program})");
+        return None;
     };
+    let child = Service(child);
     let start = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(

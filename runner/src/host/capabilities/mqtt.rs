@@ -39,6 +39,7 @@ pub enum MqttError {
     dead_code,
     reason = "lifted from the guest's arguments, never built by the host"
 )]
+#[expect(clippy::enum_variant_names, reason = "the WIT enum's case names")]
 #[repr(u8)]
 pub enum Qos {
     #[component(name = "at-most-once")]

@@ -179,7 +179,7 @@ fn encode_userinfo(address: &str) -> String {
     if at < start || at > path {
         return address.to_string();
     }
-    let userinfo: String = url::form_urlencoded::byte_serialize(address[start..at].as_bytes())
+    let userinfo: String = url::form_urlencoded::byte_serialize(&address.as_bytes()[start..at])
         .collect::<String>()
         .replace('+', "%20");
     format!("{}{userinfo}{}", &address[..start], &address[at..])

@@ -92,7 +92,7 @@ fn guest_addresses_are_read_as_spin_reads_them() {
     assert!(allowed.allows_url("mysql://user:pass#word@xyz.com", "mysql"));
     assert!(allowed.allows_url("mysql://user%3Apass%23word@xyz.com", "mysql"));
     assert!(!allowed.allows_url("not a url at all", "redis"));
-    assert!(allowed.allows_url("http://localhost:6379/x", "redis") == false);
+    assert!(!allowed.allows_url("http://localhost:6379/x", "redis"));
 }
 
 #[test]

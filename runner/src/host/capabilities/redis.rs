@@ -83,7 +83,10 @@ fn connection<T: HostState>(
 }
 
 mod operations {
-    use super::*;
+    use super::{
+        AsyncCommands, MultiplexedConnection, RedisError, RedisParameter, RedisResult, Value,
+        flatten, other,
+    };
 
     pub async fn publish(
         mut c: MultiplexedConnection,
