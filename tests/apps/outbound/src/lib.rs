@@ -68,7 +68,7 @@ mod component {
 
     fn redis(address: &str) -> String {
         let result = spin_sdk::redis::Connection::open(address).and_then(|connection| {
-            connection.set("outbound-test", &b"stored".to_vec())?;
+            connection.set("outbound-test", b"stored".as_ref())?;
             connection.get("outbound-test")
         });
         match result {
@@ -83,7 +83,7 @@ mod component {
     fn mqtt(address: &str) -> String {
         use spin_sdk::mqtt::{Connection, Qos};
         let result = Connection::open(address, "user", "password", 30).and_then(|connection| {
-            connection.publish("outbound-test", &b"hello".to_vec(), Qos::AtLeastOnce)
+            connection.publish("outbound-test", b"hello".as_ref(), Qos::AtLeastOnce)
         });
         match result {
             Ok(()) => "published".to_string(),
