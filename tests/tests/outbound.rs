@@ -371,3 +371,15 @@ fn databases_are_linked_and_refused_as_spin_refuses_them() {
         );
     }
 }
+
+#[test]
+fn llm_calls_are_refused_as_spin_refuses_an_unlisted_model() {
+    let (_dir, server) = serve(&[]);
+    let answer = ask(&server, "/llm?llama2-chat");
+    assert!(
+        answer.starts_with("error=")
+            && answer.contains("InvalidInput")
+            && answer.contains("The component does not have access to use 'llama2-chat'"),
+        "{answer}"
+    );
+}

@@ -13,6 +13,7 @@
 
 pub mod context;
 pub mod environment;
+pub mod llm;
 pub mod mqtt;
 pub mod outbound_hosts;
 pub mod outbound_http;
@@ -73,6 +74,8 @@ pub enum Group {
     MysqlV3,
     /// `fermyon:spin/rdbms-types@2.0.0`, types only.
     RdbmsTypesV2,
+    /// `fermyon:spin/llm@2.0.0`: linked, every call refused.
+    LlmV2,
 }
 
 impl Group {
@@ -161,6 +164,10 @@ pub static INTERFACES: &[Interface] = &[
         name: rdbms::RDBMS_TYPES_V2,
         group: Group::RdbmsTypesV2,
     },
+    Interface {
+        name: llm::V2,
+        group: Group::LlmV2,
+    },
 ];
 
 /// The group that provides `import`, if the runner provides it.
@@ -211,6 +218,7 @@ where
             Group::MysqlV2 => rdbms::link_mysql_v2(linker)?,
             Group::MysqlV3 => rdbms::link_mysql_v3(linker)?,
             Group::RdbmsTypesV2 => rdbms::link_rdbms_types_v2(linker)?,
+            Group::LlmV2 => llm::link_v2(linker)?,
         }
     }
     Ok(())

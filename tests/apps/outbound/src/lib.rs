@@ -11,7 +11,9 @@
 //!   `published`, or `error=<error>`;
 //! - `/postgres?<address>`, `/postgres4?<address>`, `/mysql?<address>`: opens a
 //!   connection (`fermyon:spin/postgres@2.0.0`, `spin:postgres/postgres@4.0.0`,
-//!   `fermyon:spin/mysql@2.0.0`): `opened`, or `error=<error>`.
+//!   `fermyon:spin/mysql@2.0.0`): `opened`, or `error=<error>`;
+//! - `/llm?<model>`: infers with `<model>` (`fermyon:spin/llm@2.0.0`):
+//!   `inferred`, or `error=<error>`.
 
 // `#[http_component]` expands to the component's exported ABI (`export_name`, unsafe
 // blocks), which wit-bindgen generates from the WIT and the canonical ABI.
@@ -33,6 +35,12 @@ mod component {
             "/postgres" => opened(spin_sdk::pg::Connection::open(&target).map(drop)),
             "/postgres4" => opened(spin_sdk::pg4::Connection::open(&target).map(drop)),
             "/mysql" => opened(spin_sdk::mysql::Connection::open(&target).map(drop)),
+            "/llm" => {
+                match spin_sdk::llm::infer(spin_sdk::llm::InferencingModel::Other(&target), "hi") {
+                    Ok(_) => "inferred".to_string(),
+                    Err(error) => format!("error={error:?}"),
+                }
+            }
             _ => return Response::new(404, "no such test"),
         };
         Response::new(200, report)
