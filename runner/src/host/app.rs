@@ -291,6 +291,7 @@ fn prepare_pool(
     std::thread::Builder::new()
         .name("pool-setup".into())
         .spawn(move || {
+            lower_priority();
             match plan.build(plan.full_pool(), Allocation::Pooling, false) {
                 // On-demand (the pool could not be reserved, as warned) serves
                 // as many as the full pool would.
@@ -309,6 +310,21 @@ fn prepare_pool(
         })
         .context("starting the pool's setup thread")?;
     Ok(())
+}
+
+/// Lowers the calling thread's scheduling priority (Linux: `nice` is per
+/// thread), so that on a busy machine the full pool's setup yields to the
+/// first requests served from the starting pool.
+#[allow(
+    unsafe_code,
+    reason = "setpriority(2) through libc; sound as the SAFETY comment says"
+)]
+fn lower_priority() {
+    // SAFETY: setpriority(2) only reads its integer arguments; who 0 is the
+    // calling thread. Failing to lower it is harmless.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
 }
 
 /// Logs the failure as one stderr line, through the log queue so that a stalled
