@@ -325,15 +325,15 @@ impl Report {
     pub fn finish(&mut self, took: Duration) {
         self.duration_s = took.as_secs_f64();
         self.ratios = ratios(&self.metrics);
-        let generator_cores = self
-            .plan
-            .pinning
-            .generator_cpus
-            .as_ref()
-            .map_or(self.machine.cores, Vec::len);
-        let pinned = self.plan.pinning.generator_cpus.is_some();
+        let pinning = &self.plan.pinning;
+        let count = |cpus: &Option<Vec<usize>>| cpus.as_ref().map_or(self.machine.cores, Vec::len);
+        let cpus = SplitCores {
+            server: count(&pinning.server_cpus),
+            generator: count(&pinning.generator_cpus),
+            pinned: pinning.server_cpus.is_some(),
+        };
         self.warnings
-            .extend(generators_disagree(&self.metrics, generator_cores, pinned));
+            .extend(generators_disagree(&self.metrics, cpus));
     }
 
     pub fn metrics_of(&self, measurement: Measurement) -> impl Iterator<Item = &Metric> {
@@ -343,19 +343,25 @@ impl Report {
     }
 }
 
+/// How many CPUs the server and the load generators had.
+#[derive(Debug, Clone, Copy)]
+pub struct SplitCores {
+    pub server: usize,
+    pub generator: usize,
+    /// Whether they were their own (`--pin`), or everyone's.
+    pub pinned: bool,
+}
+
 /// How far apart oha's and wrk's rates may be before the report warns.
 pub const GENERATORS_AGREE_WITHIN: f64 = 0.10;
 
 /// A warning for each load figure whose rate under wrk (`throughput_wrk`)
 /// differs from oha's by more than [`GENERATORS_AGREE_WITHIN`], with what the
 /// run says of why: whether the server spent the same CPU per request under
-/// both (then the difference is the generators'), and how much of their
-/// `generator_cores` each generator used.
-pub fn generators_disagree(
-    metrics: &[Metric],
-    generator_cores: usize,
-    pinned: bool,
-) -> Vec<String> {
+/// both (then the difference is the generators'), how much of its CPUs the
+/// server got and each generator used, and how much the rest of the machine
+/// took meanwhile.
+pub fn generators_disagree(metrics: &[Metric], cpus: SplitCores) -> Vec<String> {
     let mut warnings = Vec::new();
     for oha in metrics
         .iter()
@@ -377,20 +383,30 @@ pub fn generators_disagree(
             continue;
         }
         let mut why = Vec::new();
+        let agree = |a: f64, b: f64| {
+            stats::ratio(b, a).is_some_and(|r| (r - 1.0).abs() <= GENERATORS_AGREE_WITHIN)
+        };
         match (of("server_cpu_per_request"), of("server_cpu_per_request_wrk")) {
-            (Some(a), Some(b)) if stats::ratio(b, a).is_some_and(|r| (r - 1.0).abs() <= GENERATORS_AGREE_WITHIN) => why.push(format!(
+            (Some(a), Some(b)) if agree(a, b) => why.push(format!(
                 "the server spent the same CPU per request under both ({a:.1} vs {b:.1} µs), so the difference is the generators'"
             )),
             (Some(a), Some(b)) => why.push(format!(
-                "the server's CPU per request differs too ({a:.1} µs under oha, {b:.1} under wrk): it did different work for the two clients"
+                "the server's CPU per request differs too ({a:.1} µs under oha, {b:.1} under wrk): it did different work for the two clients, or the machine's contention changed between the runs"
             )),
             _ => {}
         }
+        if let Some(cores) = of("server_cpu") {
+            why.push(format!(
+                "the server used {cores:.2} of its {} CPU(s) under oha",
+                cpus.server
+            ));
+        }
+        let generator = cpus.generator;
         let used = |name: &str, tool: &str| {
             of(name).map(|cores| {
-                let all = cores >= 0.9 * generator_cores as f64;
+                let all = cores >= 0.9 * generator as f64;
                 format!(
-                    "{tool} used {cores:.2} of its {generator_cores} CPU(s){}",
+                    "{tool} used {cores:.2} of its {generator} CPU(s){}",
                     if all {
                         ", all of them: its own limit, not the server's"
                     } else {
@@ -401,7 +417,12 @@ pub fn generators_disagree(
         };
         why.extend(used("client_cpu", "oha"));
         why.extend(used("client_cpu_wrk", "wrk"));
-        if !pinned {
+        if let Some(cores) = of("other_cpu") {
+            why.push(format!(
+                "the rest of the machine used {cores:.2} cores during oha's run"
+            ));
+        }
+        if !cpus.pinned {
             why.push("server and generators shared the CPUs (not pinned): a generator that costs more per request leaves the server less".into());
         }
         warnings.push(format!(
@@ -580,7 +601,12 @@ mod tests {
             load("wasm", "client_cpu", 0.97),
             load("wasm", "client_cpu_wrk", 0.5),
         ];
-        let warnings = generators_disagree(&metrics, 1, true);
+        let one_each = SplitCores {
+            server: 1,
+            generator: 1,
+            pinned: true,
+        };
+        let warnings = generators_disagree(&metrics, one_each);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         let w = &warnings[0];
         assert!(w.starts_with("load hello wasm: oha and wrk differ by +20 % (10.0k req/s vs 12.0k req/s under wrk)"), "{w}");
@@ -597,7 +623,22 @@ mod tests {
         // The server's work differing too is said; so is sharing the CPUs.
         let mut differing = metrics.to_vec();
         differing[5] = load("wasm", "server_cpu_per_request_wrk", 80.0);
-        let w = &generators_disagree(&differing, 2, false)[0];
+        differing.push(load("wasm", "server_cpu", 0.3));
+        differing.push(load("wasm", "other_cpu", 1.2));
+        let shared = SplitCores {
+            server: 2,
+            generator: 2,
+            pinned: false,
+        };
+        let w = &generators_disagree(&differing, shared)[0];
+        assert!(
+            w.contains("the server used 0.30 of its 2 CPU(s) under oha"),
+            "{w}"
+        );
+        assert!(
+            w.contains("the rest of the machine used 1.20 cores during oha's run"),
+            "{w}"
+        );
         assert!(
             w.contains("CPU per request differs too (60.0 µs under oha, 80.0 under wrk)"),
             "{w}"
@@ -605,7 +646,7 @@ mod tests {
         assert!(w.contains("oha used 0.97 of its 2 CPU(s);"), "{w}");
         assert!(w.contains("not pinned"), "{w}");
         // Without wrk's figure there is nothing to compare.
-        assert!(generators_disagree(&metrics[2..3], 1, true).is_empty());
+        assert!(generators_disagree(&metrics[2..3], one_each).is_empty());
     }
 
     #[test]
