@@ -358,7 +358,8 @@ pub const GENERATORS_AGREE_WITHIN: f64 = 0.10;
 /// A warning for each load figure whose rate under wrk (`throughput_wrk`)
 /// differs from oha's by more than [`GENERATORS_AGREE_WITHIN`], with what the
 /// run says of why: whether the server spent the same CPU per request under
-/// both (then the difference is the generators'), how much of its CPUs the
+/// both (then the rates differ by the CPU it got: a generator that ran out of
+/// its own CPUs, or other work on the server's), how much of its CPUs the
 /// server got and each generator used, and how much the rest of the machine
 /// took meanwhile.
 pub fn generators_disagree(metrics: &[Metric], cpus: SplitCores) -> Vec<String> {
@@ -388,7 +389,7 @@ pub fn generators_disagree(metrics: &[Metric], cpus: SplitCores) -> Vec<String> 
         };
         match (of("server_cpu_per_request"), of("server_cpu_per_request_wrk")) {
             (Some(a), Some(b)) if agree(a, b) => why.push(format!(
-                "the server spent the same CPU per request under both ({a:.1} vs {b:.1} µs), so the difference is the generators'"
+                "the server spent the same CPU per request under both ({a:.1} vs {b:.1} µs): the rates differ by the CPU it got, not by the work it did"
             )),
             (Some(a), Some(b)) => why.push(format!(
                 "the server's CPU per request differs too ({a:.1} µs under oha, {b:.1} under wrk): it did different work for the two clients, or the machine's contention changed between the runs"
