@@ -110,16 +110,6 @@ fn check_component(id: &str, component: &Component) -> Result<()> {
             &component.allowed_http_hosts,
             "every outbound connection is refused",
         ),
-        (
-            "key_value_stores",
-            &component.key_value_stores,
-            "no key-value store is provided",
-        ),
-        (
-            "sqlite_databases",
-            &component.sqlite_databases,
-            "no SQLite database is provided",
-        ),
         ("ai_models", &component.ai_models, "no AI model is provided"),
         (
             "exclude_files",

@@ -95,7 +95,7 @@ impl Plan {
             &options.state_dir,
             manifest.base_dir(),
         )?;
-        let services = Arc::new(AppServices::new(runtime_config));
+        let services = Arc::new(AppServices::new(runtime_config)?);
         let contexts = ComponentContext::for_components(
             manifest,
             sources.iter().map(|s| s.id.as_str()),

@@ -13,7 +13,9 @@
 
 pub mod context;
 pub mod environment;
+pub mod key_value;
 pub mod runtime_config;
+pub mod sqlite;
 pub mod variables;
 pub mod wasi;
 
@@ -29,7 +31,6 @@ pub trait HostState: Send + 'static {
     /// The component's grants and the application's services.
     fn context(&self) -> &ComponentContext;
     /// The store's resource table.
-    #[expect(dead_code, reason = "for the capabilities with resources, next")]
     fn table(&mut self) -> &mut ResourceTable;
 }
 
@@ -50,13 +51,24 @@ pub enum Group {
     ConfigV1,
     /// `wasi:config/store@0.2.0-draft-2024-09-27`.
     WasiConfig,
+    /// `fermyon:spin/key-value@2.0.0`.
+    KeyValueV2,
+    /// `spin:key-value/key-value@3.0.0` (async).
+    KeyValueV3,
+    /// `fermyon:spin/sqlite@2.0.0`.
+    SqliteV2,
+    /// `spin:sqlite/sqlite@3.1.0` (its `-async` functions), serving 3.0.0 too.
+    SqliteV3,
 }
 
 impl Group {
     /// Whether its host functions use the component model's async ABI, which
     /// the engine must then be configured for.
     pub fn concurrent(self) -> bool {
-        matches!(self, Group::WasiP3 | Group::VariablesV3)
+        matches!(
+            self,
+            Group::WasiP3 | Group::VariablesV3 | Group::KeyValueV3 | Group::SqliteV3
+        )
     }
 }
 
@@ -89,6 +101,22 @@ pub static INTERFACES: &[Interface] = &[
     Interface {
         name: variables::WASI_CONFIG,
         group: Group::WasiConfig,
+    },
+    Interface {
+        name: key_value::V2,
+        group: Group::KeyValueV2,
+    },
+    Interface {
+        name: key_value::V3,
+        group: Group::KeyValueV3,
+    },
+    Interface {
+        name: sqlite::V2,
+        group: Group::SqliteV2,
+    },
+    Interface {
+        name: sqlite::V3,
+        group: Group::SqliteV3,
     },
 ];
 
@@ -130,6 +158,10 @@ where
             Group::VariablesV3 => variables::link_v3(linker)?,
             Group::ConfigV1 => variables::link_config_v1(linker)?,
             Group::WasiConfig => variables::link_wasi_config(linker)?,
+            Group::KeyValueV2 => key_value::link_v2(linker)?,
+            Group::KeyValueV3 => key_value::link_v3(linker)?,
+            Group::SqliteV2 => sqlite::link_v2(linker)?,
+            Group::SqliteV3 => sqlite::link_v3(linker)?,
         }
     }
     Ok(())
