@@ -1,8 +1,10 @@
 //! What `spinbench serve` can host of a manifest, decided before anything is
 //! loaded: the first key it cannot honour the way `spin up` would is refused
 //! with one line naming it. Serving such an app differently from Spin (a
-//! key-value store that is silently absent, an outbound host that is silently
-//! refused) would measure something else than the user's app.
+//! key-value store that is silently absent) would measure something else than
+//! the user's app. `allowed_outbound_hosts` are parsed when the components'
+//! contexts are built (`capabilities::outbound_hosts`): an invalid entry stops
+//! the start there, naming it.
 //!
 //! `spinbench build` reads every key and refuses none: building is the same
 //! whatever runs the app.
@@ -100,16 +102,6 @@ fn check_component(id: &str, component: &Component) -> Result<()> {
         )?,
     }
     let lists = [
-        (
-            "allowed_outbound_hosts",
-            &component.allowed_outbound_hosts,
-            "every outbound connection is refused",
-        ),
-        (
-            "allowed_http_hosts",
-            &component.allowed_http_hosts,
-            "every outbound connection is refused",
-        ),
         ("ai_models", &component.ai_models, "no AI model is provided"),
         (
             "exclude_files",

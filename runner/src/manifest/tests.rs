@@ -164,6 +164,11 @@ fn descriptive_and_tool_keys_are_accepted() {
             "dependencies_inherit_configuration = true",
         ),
         ("[component.app]", "allowed_outbound_hosts = []"),
+        (
+            "[component.app]",
+            "allowed_outbound_hosts = [\"https://example.com\", \"redis://*:*\"]",
+        ),
+        ("[component.app]", "allowed_http_hosts = [\"example.com\"]"),
         ("[component.app]", "variables = { x = \"1\" }"),
         ("[component.app]", "environment = { RUST_LOG = \"info\" }"),
         (
@@ -252,16 +257,6 @@ fn what_serve_cannot_host_is_refused_by_key() {
             "[component.app]",
             "ai_models = [\"llama2-chat\"]",
             "ai_models",
-        ),
-        (
-            "[component.app]",
-            "allowed_outbound_hosts = [\"https://example.com\"]",
-            "allowed_outbound_hosts",
-        ),
-        (
-            "[component.app]",
-            "allowed_http_hosts = [\"example.com\"]",
-            "allowed_http_hosts",
         ),
         ("[component.app]", "files = [\"assets/*\"]", "files"),
         (

@@ -3,6 +3,7 @@
 //! once at start, and the application's services, shared by every component
 //! and instance.
 
+use super::outbound_hosts::AllowedHosts;
 use super::runtime_config::RuntimeConfig;
 use super::{key_value, sqlite};
 use crate::manifest::{Manifest, variables};
@@ -36,7 +37,8 @@ pub struct Grants {
     pub key_value_stores: Vec<String>,
     pub sqlite_databases: Vec<String>,
     pub ai_models: Vec<String>,
-    pub allowed_outbound_hosts: Vec<String>,
+    /// `allowed_outbound_hosts` and `allowed_http_hosts`, parsed.
+    pub allowed_outbound_hosts: AllowedHosts,
 }
 
 /// What every component of the application shares.
@@ -88,13 +90,17 @@ impl ComponentContext {
                     .check_grants(id, &component.sqlite_databases)?;
                 let variables = variables::component_values(&component.variables, &application)
                     .map_err(in_component)?;
-                let allowed_outbound_hosts = component
-                    .allowed_outbound_hosts
-                    .iter()
-                    .chain(&component.allowed_http_hosts)
-                    .map(|host| variables::expand(host, &application))
-                    .collect::<Result<_>>()
-                    .map_err(in_component)?;
+                let expand = |hosts: &[String]| {
+                    hosts
+                        .iter()
+                        .map(|host| variables::expand(host, &application))
+                        .collect::<Result<Vec<_>>>()
+                };
+                let allowed_outbound_hosts = AllowedHosts::parse(
+                    &expand(&component.allowed_outbound_hosts).map_err(in_component)?,
+                    &expand(&component.allowed_http_hosts).map_err(in_component)?,
+                )
+                .map_err(in_component)?;
                 let context = ComponentContext {
                     id: id.to_string(),
                     variables,

@@ -14,7 +14,13 @@
 pub mod context;
 pub mod environment;
 pub mod key_value;
+pub mod mqtt;
+pub mod outbound_hosts;
+pub mod outbound_http;
+pub mod rdbms;
+pub mod redis;
 pub mod runtime_config;
+pub mod sockets;
 pub mod sqlite;
 pub mod variables;
 pub mod wasi;
@@ -59,6 +65,24 @@ pub enum Group {
     SqliteV2,
     /// `spin:sqlite/sqlite@3.1.0` (its `-async` functions), serving 3.0.0 too.
     SqliteV3,
+    /// `fermyon:spin/redis@2.0.0`.
+    RedisV2,
+    /// `spin:redis/redis@3.0.0` (async).
+    RedisV3,
+    /// `fermyon:spin/mqtt@2.0.0`.
+    MqttV2,
+    /// `spin:mqtt/mqtt@3.0.0` (async).
+    MqttV3,
+    /// `fermyon:spin/postgres@2.0.0`, `spin:postgres/postgres@3.0.0`, `@4.x`
+    /// (some functions async), `fermyon:spin/mysql@2.0.0`,
+    /// `spin:mysql/mysql@3.0.0` (async): linked, no database reached.
+    PostgresV2,
+    PostgresV3,
+    PostgresV4,
+    MysqlV2,
+    MysqlV3,
+    /// `fermyon:spin/rdbms-types@2.0.0`, types only.
+    RdbmsTypesV2,
 }
 
 impl Group {
@@ -67,7 +91,14 @@ impl Group {
     pub fn concurrent(self) -> bool {
         matches!(
             self,
-            Group::WasiP3 | Group::VariablesV3 | Group::KeyValueV3 | Group::SqliteV3
+            Group::WasiP3
+                | Group::VariablesV3
+                | Group::KeyValueV3
+                | Group::SqliteV3
+                | Group::RedisV3
+                | Group::MqttV3
+                | Group::PostgresV4
+                | Group::MysqlV3
         )
     }
 }
@@ -118,6 +149,46 @@ pub static INTERFACES: &[Interface] = &[
         name: sqlite::V3,
         group: Group::SqliteV3,
     },
+    Interface {
+        name: redis::V2,
+        group: Group::RedisV2,
+    },
+    Interface {
+        name: redis::V3,
+        group: Group::RedisV3,
+    },
+    Interface {
+        name: mqtt::V2,
+        group: Group::MqttV2,
+    },
+    Interface {
+        name: mqtt::V3,
+        group: Group::MqttV3,
+    },
+    Interface {
+        name: rdbms::POSTGRES_V2,
+        group: Group::PostgresV2,
+    },
+    Interface {
+        name: rdbms::POSTGRES_V3,
+        group: Group::PostgresV3,
+    },
+    Interface {
+        name: rdbms::POSTGRES_V4,
+        group: Group::PostgresV4,
+    },
+    Interface {
+        name: rdbms::MYSQL_V2,
+        group: Group::MysqlV2,
+    },
+    Interface {
+        name: rdbms::MYSQL_V3,
+        group: Group::MysqlV3,
+    },
+    Interface {
+        name: rdbms::RDBMS_TYPES_V2,
+        group: Group::RdbmsTypesV2,
+    },
 ];
 
 /// The group that provides `import`, if the runner provides it.
@@ -162,6 +233,16 @@ where
             Group::KeyValueV3 => key_value::link_v3(linker)?,
             Group::SqliteV2 => sqlite::link_v2(linker)?,
             Group::SqliteV3 => sqlite::link_v3(linker)?,
+            Group::RedisV2 => redis::link_v2(linker)?,
+            Group::RedisV3 => redis::link_v3(linker)?,
+            Group::MqttV2 => mqtt::link_v2(linker)?,
+            Group::MqttV3 => mqtt::link_v3(linker)?,
+            Group::PostgresV2 => rdbms::link_postgres_v2(linker)?,
+            Group::PostgresV3 => rdbms::link_postgres_v3(linker)?,
+            Group::PostgresV4 => rdbms::link_postgres_v4(linker)?,
+            Group::MysqlV2 => rdbms::link_mysql_v2(linker)?,
+            Group::MysqlV3 => rdbms::link_mysql_v3(linker)?,
+            Group::RdbmsTypesV2 => rdbms::link_rdbms_types_v2(linker)?,
         }
     }
     Ok(())

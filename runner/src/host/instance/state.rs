@@ -1,9 +1,10 @@
-//! What each request's `Store` holds: a WASI context that grants nothing, the
-//! wasi:http state, a hook refusing outbound HTTP, and the component's context
-//! for the capabilities' host functions.
+//! What each request's `Store` holds: a WASI context that grants nothing but
+//! the sockets the component's `allowed_outbound_hosts` allow, the wasi:http
+//! state, a hook sending the outbound requests the list allows, and the
+//! component's context for the capabilities' host functions.
 
 use super::engine::per_instance;
-use crate::host::capabilities::{ComponentContext, HostState};
+use crate::host::capabilities::{ComponentContext, HostState, outbound_http, sockets};
 use crate::host::logger::GuestOutput;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -67,13 +68,14 @@ pub struct RequestState {
     table: ResourceTable,
     wasi: WasiCtx,
     http: WasiHttpCtx,
-    hooks: DenyOutbound,
+    hooks: Hooks,
     limits: StoreLimits,
 }
 
 impl RequestState {
-    /// No preopened directories, environment, arguments, network or stdin;
-    /// stdout and stderr are captured into the runner's log, prefixed.
+    /// No preopened directories, environment, arguments or stdin, and only the
+    /// socket addresses the component's list allows; stdout and stderr are
+    /// captured into the runner's log, prefixed.
     fn new(recipe: &StoreRecipe) -> Self {
         let limits = &recipe.limits;
         let guest = limits.guest;
@@ -82,15 +84,28 @@ impl RequestState {
         let output = GuestOutput::new(limits.component, guest.max_log_bytes);
         let mut http = WasiHttpCtx::new();
         http.set_field_size_limit(guest.max_http_fields_size);
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(output.clone()).stderr(output);
+        // Without a grant the default check refuses every address; the
+        // closure is only built for components that have one.
+        if !recipe.context.grants.allowed_outbound_hosts.is_empty() {
+            let context = recipe.context.clone();
+            wasi.allow_tcp(true)
+                .allow_udp(true)
+                .socket_addr_check(move |address, use_| {
+                    let allowed =
+                        sockets::allows(&context.grants.allowed_outbound_hosts, address, use_);
+                    Box::pin(async move { allowed })
+                });
+        }
         Self {
             context: recipe.context.clone(),
             table,
-            wasi: WasiCtxBuilder::new()
-                .stdout(output.clone())
-                .stderr(output)
-                .build(),
+            wasi: wasi.build(),
             http,
-            hooks: DenyOutbound,
+            hooks: Hooks {
+                context: recipe.context.clone(),
+            },
             // The pool enforces the same limits; the limiter also enforces them
             // under on-demand allocation, where nothing else would.
             limits: StoreLimitsBuilder::new()
@@ -170,27 +185,25 @@ impl WasiHttpView for RequestState {
 /// (hop-by-hop headers and `host`), built once rather than per check.
 static FORBIDDEN_HEADERS: [http::HeaderName; 9] = wasmtime_wasi_http::DEFAULT_FORBIDDEN_HEADERS;
 
-/// Every component declares `allowed_outbound_hosts = []`, so every outgoing
-/// request is refused with `HTTP-request-denied`, as Spin does.
-struct DenyOutbound;
+/// wasi:http's hooks: outgoing requests go where the component's
+/// `allowed_outbound_hosts` allow (`capabilities::outbound_http`), else get
+/// `HTTP-request-denied`, as in Spin.
+struct Hooks {
+    context: Arc<ComponentContext>,
+}
 
-type ResponseFuture = Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>;
-
-impl WasiHttpHooks for DenyOutbound {
+impl WasiHttpHooks for Hooks {
     fn send_request(
         &mut self,
-        _request: http::Request<WasiBody>,
-        _options: Option<wasmtime_wasi_http::RequestOptions>,
-        _fut: ResponseFuture,
-    ) -> Box<
-        dyn Future<
-                Output = Result<
-                    (http::Response<WasiBody>, ResponseFuture),
-                    wasmtime_wasi_http::Error,
-                >,
-            > + Send,
-    > {
-        Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) })
+        request: http::Request<WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        _fut: outbound_http::ResponseFuture,
+    ) -> outbound_http::SendFuture {
+        outbound_http::send(
+            &self.context.grants.allowed_outbound_hosts,
+            request,
+            options,
+        )
     }
 
     /// wasmtime-wasi-http's own list, checked without its default's detour:
@@ -217,7 +230,9 @@ mod tests {
 
     #[test]
     fn forbidden_headers_are_wasi_http_s_list() {
-        let mut hooks = DenyOutbound;
+        let mut hooks = Hooks {
+            context: Arc::new(ComponentContext::for_test("c", &[])),
+        };
         for name in wasmtime_wasi_http::DEFAULT_FORBIDDEN_HEADERS {
             assert!(hooks.is_forbidden_header(&name), "{name} must be forbidden");
         }
