@@ -24,7 +24,10 @@ build: setup
 	$(SPINBENCH) build --manifest tests/misbehaving/spin.toml
 	$(SPINBENCH) build -f tests/template-app
 	$(SPINBENCH) build -f tests/template-app/kv
+	$(SPINBENCH) build -f tests/template-app/llm
 	$(SPINBENCH) build -f tests/apps/spin4-template
+	$(SPINBENCH) build -f tests/apps/key-value
+	$(SPINBENCH) build -f tests/apps/sqlite
 	$(SPINBENCH) build -f tests/apps/outbound
 
 setup:

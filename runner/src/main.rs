@@ -201,6 +201,7 @@ impl ServeArgs {
             body_read_timeout: positive("--body-read-timeout", self.body_read_timeout)?,
             runtime_config_file: self.runtime_config_file.clone(),
             state_dir: host::StateDirArg::from_flag(self.state_dir.as_deref()),
+            pool_in_background: true,
         })
     }
 

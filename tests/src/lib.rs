@@ -566,10 +566,12 @@ impl Server {
     /// with stdout and stderr in the log, and waits until it accepts.
     pub fn start_command(name: &str, mut command: Command, addr: SocketAddr) -> Server {
         let log = log_path(name, addr.port());
+        // One open file for both streams, as in `Server::spawn`.
+        let output = File::create(&log).expect("log file");
         let child = command
             .stdin(Stdio::null())
-            .stdout(File::create(&log).expect("log file"))
-            .stderr(File::create(&log).expect("log file"))
+            .stdout(output.try_clone().expect("log file"))
+            .stderr(output)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
         let mut server = Server { child, addr, log };

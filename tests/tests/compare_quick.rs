@@ -74,6 +74,9 @@ fn quick_compare_reports_every_function_on_native_and_wasm() {
 
     assert_summaries_ordered(&report);
     assert_load_served(&report, functions.len());
+    assert_pinning_recorded(&report);
+    assert_cpu_per_request(&report);
+    assert_second_generator(&report);
     assert_installed_hosts_measured(&report, &functions);
 
     assert!(!report["ratios"].as_array().unwrap().is_empty());
@@ -138,6 +141,109 @@ fn assert_load_served(report: &Value, functions: usize) {
     assert!(served >= functions, "a throughput for every function");
 }
 
+/// `--pin auto` (the default): with 2 or more CPUs, the server and the
+/// generators got disjoint, non-empty CPU sets; with one, nothing was pinned.
+fn assert_pinning_recorded(report: &Value) {
+    let pinning = &report["plan"]["pinning"];
+    assert_eq!(pinning["mode"], "auto", "{pinning}");
+    let cpus = |key: &str| -> Option<Vec<u64>> {
+        pinning[key]
+            .as_array()
+            .map(|a| a.iter().map(|c| c.as_u64().unwrap()).collect())
+    };
+    match (cpus("server_cpus"), cpus("generator_cpus")) {
+        (Some(server), Some(generator)) => {
+            assert!(!server.is_empty() && !generator.is_empty(), "{pinning}");
+            assert!(
+                server.iter().all(|c| !generator.contains(c)),
+                "overlapping: {pinning}"
+            );
+            assert!(server.len() >= generator.len(), "{pinning}");
+        }
+        (None, None) => assert_eq!(report["machine"]["cores"], 1, "not pinned: {pinning}"),
+        _ => panic!("one side pinned: {pinning}"),
+    }
+    assert!(pinning["note"].as_str().is_some_and(|n| !n.is_empty()));
+}
+
+/// Every load scenario with a throughput on native and wasm has a server CPU
+/// per request: a positive figure, or (a light scenario whose server used less
+/// than one 10 ms clock tick) skipped for that reason; hello and echo, which
+/// keep the server busy, always have a figure.
+fn assert_cpu_per_request(report: &Value) {
+    for host in ["native", "wasm"] {
+        let rows = support::metrics(report, "load", host);
+        for throughput in rows
+            .iter()
+            .filter(|m| m["metric"] == "throughput" && m["summary"].is_object())
+        {
+            let function = throughput["function"].as_str().unwrap();
+            let per_request = rows
+                .iter()
+                .find(|m| {
+                    m["metric"] == "server_cpu_per_request"
+                        && m["function"] == function
+                        && m["k"] == throughput["k"]
+                })
+                .unwrap_or_else(|| panic!("no server_cpu_per_request for {function} on {host}"));
+            assert_eq!(per_request["unit"], "us");
+            if let Some(us) = per_request["summary"]["p50"].as_f64() {
+                assert!(us > 0.0 && us.is_finite(), "{per_request}");
+            } else {
+                assert!(
+                    !["hello", "echo"].contains(&function),
+                    "no CPU per request for {function} on {host}: {per_request}"
+                );
+                assert!(
+                    per_request["skipped"]
+                        .as_str()
+                        .is_some_and(|s| s.contains("resolution")),
+                    "{per_request}"
+                );
+            }
+        }
+    }
+    assert!(
+        report["ratios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["metric"] == "server_cpu_per_request" && r["host"] == "wasm"),
+        "no wasm/native ratio of CPU per request"
+    );
+}
+
+/// With wrk on PATH, hello was measured once more with it on native and wasm
+/// (its rate, the server's CPU per request under it); without, a warning
+/// says the check was skipped.
+fn assert_second_generator(report: &Value) {
+    let wrk = Command::new("sh")
+        .args(["-c", "command -v wrk"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let warned = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("`wrk` not on PATH"));
+    assert_eq!(warned, !wrk, "{}", report["warnings"]);
+    if !wrk {
+        return;
+    }
+    assert!(report["versions"]["wrk"].is_string());
+    for host in ["native", "wasm"] {
+        let rows = support::metrics(report, "load", host);
+        let of = |metric: &str| {
+            rows.iter()
+                .find(|m| m["function"] == "hello" && m["metric"] == metric)
+                .and_then(|m| m["summary"]["p50"].as_f64())
+                .unwrap_or_else(|| panic!("no {metric} for hello on {host}"))
+        };
+        assert!(of("throughput_wrk") > 0.0);
+        assert!(of("server_cpu_per_request_wrk") > 0.0);
+    }
+}
+
 fn assert_installed_hosts_measured(report: &Value, functions: &BTreeSet<&str>) {
     // Hosts that are not installed are reported as skipped, never faked; those
     // that are have a figure (or their limit) for every function, measured
@@ -189,7 +295,12 @@ fn diff_against_itself_and_a_faster_baseline(report: &Path, scratch: &Path) {
         "{}",
         String::from_utf8_lossy(&same.stderr)
     );
-    assert!(String::from_utf8_lossy(&same.stdout).contains("| 1.00x |"));
+    let same_stdout = String::from_utf8_lossy(&same.stdout);
+    assert!(same_stdout.contains("| 1.00x |"));
+    assert!(
+        same_stdout.contains("| server_cpu_per_request (us) |"),
+        "diff shows CPU per request: {same_stdout}"
+    );
 
     let mut faster: Value = serde_json::from_slice(&std::fs::read(report).unwrap()).unwrap();
     halve(&mut faster, "instance_cold_start", "total");

@@ -1,6 +1,7 @@
 //! Any Spin HTTP app, served: a component written the way `spin new http-rust`
 //! writes it (tests/template-app), with the manifest keys a user's app has, is
-//! served by `spinbench serve -f <dir>` with its variable; a component importing
+//! served by `spinbench serve -f <dir>` with its variable; the template's
+//! key-value example counts in Spin's default store; a component importing
 //! what the runner lacks is refused at start in one line; `compare -f` measures
 //! it against its native counterpart from its benchmark file.
 
@@ -72,11 +73,29 @@ fn an_application_variable_is_overridden_from_the_environment() {
     assert_eq!(get(&server.url("/")).text(), "Hello from the environment");
 }
 
+/// `fermyon:spin/key-value@2.0.0` through spin-sdk 5: the default store, in
+/// the state directory, keeps the count across requests.
+#[test]
+fn the_template_key_value_app_counts_in_the_default_store() {
+    artifact("wasm32-wasip2/release/template_kv.wasm");
+    let state = tempfile::tempdir().unwrap();
+    let mut args = serve_args("tests/template-app/kv");
+    args.extend(["--state-dir".into(), state.path().display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start("template-kv", &artifact("release/spinbench"), &args);
+    for n in 1..=3 {
+        let answer = get(&server.url("/"));
+        assert_eq!(answer.status, 200, "{}", answer.text());
+        assert_eq!(answer.text(), format!("request {n}"));
+    }
+    assert!(state.path().join("sqlite_key_value.db").is_file());
+}
+
 #[test]
 fn a_component_importing_what_the_runner_lacks_is_refused_in_one_line() {
-    artifact("wasm32-wasip2/release/template_kv.wasm");
+    artifact("wasm32-wasip2/release/template_llm.wasm");
     let mut child = Command::new(artifact("release/spinbench"))
-        .args(serve_args("tests/template-app/kv"))
+        .args(serve_args("tests/template-app/llm"))
         .args(["--listen", "127.0.0.1:0"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -107,7 +126,7 @@ fn a_component_importing_what_the_runner_lacks_is_refused_in_one_line() {
     assert_eq!(
         lines,
         [
-            "Error: component \"template-kv\" imports `fermyon:spin/key-value@2.0.0`, \
+            "Error: component \"template-llm\" imports `fermyon:spin/llm@2.0.0`, \
              which spinbench serve does not provide; `spin up` runs this app"
         ],
         "{stderr}"

@@ -15,6 +15,7 @@ use super::oha::{self, OhaReport, Steady};
 use super::outcome::MeasureError;
 use super::scenarios::{Scenario, check_open_files, scenarios};
 use super::tree::{self, Kind};
+use super::wrk;
 use super::{Function, Paths, Plan, Run};
 use crate::benchfile::Variant;
 use crate::model::Measurement;
@@ -50,6 +51,9 @@ struct Figures {
     clients_saw: BTreeMap<String, u64>,
     /// Steady-state runs: the users that got an answer.
     users_answered: Option<usize>,
+    /// Responses of any status over the whole run (what the server's CPU time
+    /// over the run is divided by).
+    answered: u64,
 }
 
 /// How a timed run ended.
@@ -60,7 +64,18 @@ enum Outcome {
         why: String,
         users_answered: usize,
         clients_saw: BTreeMap<String, u64>,
+        answered: u64,
     },
+}
+
+impl Outcome {
+    /// Responses of any status over the whole run.
+    fn answered(&self) -> u64 {
+        match self {
+            Outcome::Figures(figures) => figures.answered,
+            Outcome::NoSteadyState { answered, .. } => *answered,
+        }
+    }
 }
 
 const PERCENTILES: [(&str, f64); 4] = [
@@ -79,6 +94,7 @@ impl From<&OhaReport> for Figures {
             errors: r.error_count(),
             clients_saw: r.clients_saw(),
             users_answered: None,
+            answered: r.status_code_distribution.values().sum(),
         }
     }
 }
@@ -92,6 +108,7 @@ impl Figures {
             errors: s.errors,
             clients_saw: timeline.status_counts(),
             users_answered: Some(timeline.users_answered(users)),
+            answered: timeline.answered.len() as u64,
         }
     }
 }
@@ -100,7 +117,8 @@ impl Figures {
 /// one warms up inside its own run, before its window).
 fn warm_up(base: &str, scenario: &Scenario, plan: &Plan, body: Option<&Path>) -> Result<()> {
     if scenario.ramp_up.is_none() {
-        oha::run_summary(base, scenario, plan.warmup, body).context("warm-up")?;
+        oha::run_summary(base, scenario, plan.warmup, body, plan.pinning.generator())
+            .context("warm-up")?;
     }
     Ok(())
 }
@@ -116,11 +134,17 @@ fn steady_run_for(ramp_up: Duration, plan: &Plan) -> Duration {
 /// `plan.load_duration` (`oha::Timeline::steady`).
 fn timed_run(base: &str, scenario: &Scenario, plan: &Plan, body: Option<&Path>) -> Result<Outcome> {
     let Some(ramp_up) = scenario.ramp_up else {
-        let summary = oha::run_summary(base, scenario, plan.load_duration, body)?;
+        let summary = oha::run_summary(
+            base,
+            scenario,
+            plan.load_duration,
+            body,
+            plan.pinning.generator(),
+        )?;
         return Ok(Outcome::Figures(Figures::from(&summary)));
     };
     let run_for = steady_run_for(ramp_up, plan);
-    let timeline = oha::run_timeline(base, scenario, run_for, body)?;
+    let timeline = oha::run_timeline(base, scenario, run_for, body, plan.pinning.generator())?;
     Ok(
         match timeline.steady(scenario.users, plan.load_duration.as_secs_f64()) {
             Ok(steady) => Outcome::Figures(Figures::of_steady(&steady, &timeline, scenario.users)),
@@ -128,6 +152,7 @@ fn timed_run(base: &str, scenario: &Scenario, plan: &Plan, body: Option<&Path>) 
                 why: format!("{why:#}"),
                 users_answered: timeline.users_answered(scenario.users),
                 clients_saw: timeline.status_counts(),
+                answered: timeline.answered.len() as u64,
             },
         },
     )
@@ -240,19 +265,56 @@ fn figure_metrics(
     out
 }
 
+/// Server CPU per request, in µs: the CPU time of the server's process tree
+/// over a run, divided by the responses (any status) it gave in that run. Unlike
+/// a rate, it does not depend on how fast the load generator could ask: the
+/// figure to prefer on a shared machine. The time is read in clock ticks
+/// (10 ms), so a run whose server used less than one tick has no figure.
+fn cpu_per_request(m: Metric, cpu_seconds: f64, answered: u64) -> Metric {
+    if answered == 0 {
+        m.skipped("no request answered")
+    } else if cpu_seconds <= 0.0 {
+        m.skipped(format!(
+            "under the CPU clock's resolution (no 10 ms tick in {answered} requests)"
+        ))
+    } else {
+        m.value(cpu_seconds * 1e6 / answered as f64)
+    }
+}
+
+/// The figures to read first come first in the tables (they are ordered by
+/// first appearance): the rates, then CPU per request; the rest keep their order.
+const FIRST: [&str; 5] = [
+    "throughput",
+    "throughput_per_core",
+    "throughput_wrk",
+    "server_cpu_per_request",
+    "server_cpu_per_request_wrk",
+];
+
+fn in_reading_order(mut out: Vec<Metric>) -> Vec<Metric> {
+    out.sort_by_key(|m| {
+        FIRST
+            .iter()
+            .position(|f| *f == m.metric)
+            .unwrap_or(FIRST.len())
+    });
+    out
+}
+
 /// Load on one locally started server: warm-up, timed run, the CPU of the
-/// server's tree, oha's and the rest of the machine's, and the tree's RSS;
-/// then, if the run hit a limit, whether the host still serves and what the
-/// clients saw.
+/// server's tree (also per request), oha's and the rest of the machine's, and
+/// the tree's RSS; then, if the run hit a limit, whether the host still serves
+/// and what the clients saw, else wrk's check of the rate (`check_with_wrk`).
 fn load_server(
     server: &Server,
-    f: &Function,
-    host: &str,
-    scenario: &Scenario,
+    t: &Target,
     plan: &Plan,
+    paths: &Paths,
     body: Option<&Path>,
     cores: usize,
 ) -> Result<Vec<Metric>> {
+    let (f, host, scenario) = (t.f, t.host, t.scenario);
     let base = format!("http://{}", server.addr);
     let pid = server.pid();
     let m = |name, unit, better| metric(&f.name, host, scenario, name, unit, better);
@@ -267,8 +329,8 @@ fn load_server(
     let started = Instant::now();
     let outcome = timed_run(&base, scenario, plan, body)?;
     let wall = started.elapsed().as_secs_f64();
-    let (cpu, cpu_parts) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
-    let cpu = cpu / wall;
+    let (cpu_seconds, cpu_parts) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
+    let cpu = cpu_seconds / wall;
     let client_cpu = (procfs::children_cpu_seconds()? - client_before) / wall;
     // What the rest of the machine used meanwhile (this process, other work):
     // on a shared machine, the sign that a figure was measured under contention.
@@ -284,8 +346,14 @@ fn load_server(
     let (rss_before, before_parts) = tree::memory(&memory_idle, Kind::Rss);
     let (rss_after, after_parts) = tree::memory(&memory_after, Kind::Rss);
 
+    let answered = outcome.answered();
     let (mut out, hit) = outcome_metrics(&f.name, host, scenario, outcome, cores);
     out.extend([
+        cpu_per_request(
+            m("server_cpu_per_request", "us", Better::Lower),
+            cpu_seconds,
+            answered,
+        ),
         m("server_cpu", "cores", Better::Lower)
             .value(cpu)
             .processes(cpu_parts),
@@ -300,7 +368,8 @@ fn load_server(
             .processes(after_parts),
     ]);
     let Some(hit) = hit else {
-        return Ok(out);
+        out.extend(check_with_wrk(server, t, plan, paths, body));
+        return Ok(in_reading_order(out));
     };
     let serving = server.still_serves(&f.probe(), RECOVERY);
     // oha's CSV has answers only: for the transport errors, a second run read
@@ -311,6 +380,7 @@ fn load_server(
             scenario,
             steady_run_for(scenario.ramp_up.unwrap_or_default(), plan),
             body,
+            plan.pinning.generator(),
         ) {
             Ok(again) => ClientsSaw {
                 outcomes: again.clients_saw(),
@@ -323,7 +393,76 @@ fn load_server(
         },
         _ => hit.clients_saw,
     };
-    Ok(mark_limit(out, &hit.what, Some(serving), clients_saw))
+    Ok(in_reading_order(mark_limit(
+        out,
+        &hit.what,
+        Some(serving),
+        clients_saw,
+    )))
+}
+
+/// wrk's check of oha's rate, run on the same (warm) server right after oha's
+/// figures were taken: wrk's rate, the server's CPU per request under wrk, and
+/// wrk's own CPU (`Report::finish` warns where the rates differ). None for a
+/// scenario read in steady state (wrk's count over its whole run includes the
+/// ramp-up, which oha's steady-state window leaves out) or without wrk (the
+/// report says the check was skipped, once). A failed check is skipped with
+/// why; it never costs the host its oha figures.
+fn check_with_wrk(
+    server: &Server,
+    t: &Target,
+    plan: &Plan,
+    paths: &Paths,
+    body: Option<&Path>,
+) -> Vec<Metric> {
+    let scenario = t.scenario;
+    if scenario.ramp_up.is_some() || wrk::find().is_err() {
+        return Vec::new();
+    }
+    let m = |name, unit, better| metric(&t.f.name, t.host, scenario, name, unit, better);
+    let unit = if scenario.mb_per_request.is_some() {
+        "MB/s"
+    } else {
+        "req/s"
+    };
+    let pid = server.pid();
+    let run = || -> Result<Vec<Metric>> {
+        let cpu_before = procfs::tree_cpu_seconds(pid)?;
+        let client_before = procfs::children_cpu_seconds()?;
+        let started = Instant::now();
+        let summary = wrk::run(
+            &format!("http://{}", server.addr),
+            scenario,
+            wrk::duration(plan.load_duration),
+            body,
+            &paths.work.join(format!("{}.wrk.lua", t.f.name)),
+            plan.pinning.generator(),
+            plan.pinning.generator_cores(),
+        )?;
+        let wall = started.elapsed().as_secs_f64();
+        let (cpu_seconds, _) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
+        let client_cpu = (procfs::children_cpu_seconds()? - client_before) / wall;
+        let rate = summary.ok_rate() * scenario.mb_per_request.unwrap_or(1.0);
+        let mut throughput = m("throughput_wrk", unit, Better::Higher).value(rate);
+        if summary.errors() > 0 {
+            throughput = throughput.limit(format!(
+                "wrk saw {} answers of 400 or above and {} socket errors",
+                summary.bad_status, summary.socket_errors
+            ));
+        }
+        Ok(vec![
+            throughput,
+            cpu_per_request(
+                m("server_cpu_per_request_wrk", "us", Better::Lower),
+                cpu_seconds,
+                summary.requests,
+            ),
+            m("client_cpu_wrk", "cores", Better::Lower).value(client_cpu),
+        ])
+    };
+    run().unwrap_or_else(|e| {
+        vec![m("throughput_wrk", unit, Better::Higher).skipped(format!("the wrk check: {e:#}"))]
+    })
 }
 
 /// A run that hit a limit: what happened.
@@ -363,6 +502,7 @@ fn outcome_metrics(
             why,
             users_answered,
             clients_saw,
+            answered: _,
         } => (
             vec![
                 m("throughput", "req/s", Better::Higher),
@@ -428,7 +568,15 @@ fn mark_limit(
 /// `compare`'s load measurement: every scenario of every function on every
 /// host, each host started fresh for each scenario.
 pub fn measure_compare(run: &mut Run) {
-    let cores = run.report.machine.cores;
+    // Users and per-core figures are counted in the cores the server has: its
+    // share when pinned (`--pin`).
+    let cores = run.plan.pinning.server_cores();
+    if wrk::find().is_err() {
+        run.report.warnings.push(
+            "load: `wrk` not on PATH: the check of oha's throughput with a second generator was skipped"
+                .into(),
+        );
+    }
     let functions = run.plan.functions.clone();
     let all: Vec<(&Function, Scenario)> = functions
         .iter()
@@ -511,15 +659,17 @@ fn load_target(
         ensure_variant(paths, plan, variant)?;
         cmd = hosts::native_command(&variant.command, addr)?;
     }
+    // The server's process tree on its CPUs from its first instruction (its
+    // thread pools are sized by them), and everything it starts with it.
+    super::pin::apply(&mut cmd, plan.pinning.server()).map_err(|e| format!("--pin: {e}"))?;
     let body = body_file(&paths.work, t.f, t.scenario)?;
     let label = format!("load-{}-{}-{}", t.f.name, t.scenario.users, t.host);
     let (server, _) = Server::start(cmd, addr, &t.f.probe(), &label)?;
     Ok(load_server(
         &server,
-        t.f,
-        t.host,
-        t.scenario,
+        t,
         plan,
+        paths,
         body.as_deref(),
         cores,
     )?)
@@ -600,11 +750,14 @@ pub fn main(args: &LoadArgs) -> Result<()> {
         results_dir: args.results_dir.clone(),
         keep: crate::report::keep::KeepArgs::default(),
         command_hosts: Vec::new(),
+        // The server is elsewhere: nothing to pin it away from.
+        pin: super::pin::PinArg::Off,
     };
     let file = crate::benchfile::BenchFile::load(&args.from)?;
     let plan = Plan::from_args(&compare_args, super::functions(&file)?)?;
     let mut report = crate::report::Report::new(std::env::args().collect(), plan.info());
     report.plan.hosts = vec!["remote"];
+    report.plan.pinning.note = "the server runs elsewhere (--url): nothing pinned".into();
     let cores = args.cores.unwrap_or(report.machine.cores);
     let work = std::env::temp_dir().join(format!("spinbench-load-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
@@ -667,6 +820,8 @@ mod tests {
             "hello",
         );
         let s = &scenarios(&f, 2, true)[0];
+        // Every answer counts for CPU per request, the 500s too; transport errors do not.
+        assert_eq!(Figures::from(&r).answered, 1992);
         let metrics = figure_metrics("hello", "wasm", s, &Figures::from(&r), 2);
         let value = |name| {
             metrics
@@ -687,6 +842,65 @@ mod tests {
             m.detail
                 .unwrap()
                 .starts_with("10000 users, GET /io?ms=1000")
+        );
+    }
+
+    #[test]
+    fn cpu_per_request_is_the_servers_cpu_time_over_its_answers() {
+        let m = || {
+            Metric::new(
+                MEASUREMENT,
+                "hello",
+                "wasm",
+                "server_cpu_per_request",
+                "us",
+                Better::Lower,
+            )
+        };
+        assert_eq!(cpu_per_request(m(), 0.5, 10_000).p50(), Some(50.0));
+        let no_tick = cpu_per_request(m(), 0.0, 1300);
+        assert!(no_tick.p50().is_none());
+        assert!(
+            no_tick
+                .skipped
+                .unwrap()
+                .contains("resolution (no 10 ms tick in 1300 requests)")
+        );
+        let none = cpu_per_request(m(), 0.5, 0);
+        assert_eq!(none.skipped.as_deref(), Some("no request answered"));
+    }
+
+    /// The rates, then CPU per request, lead; the rest keep the order they came in.
+    #[test]
+    fn rates_and_cpu_per_request_come_first() {
+        let named = |name| Metric::new(MEASUREMENT, "hello", "wasm", name, "x", Better::Lower);
+        let out = in_reading_order(
+            [
+                "throughput",
+                "latency_p50",
+                "errors",
+                "server_cpu_per_request",
+                "server_cpu",
+                "client_cpu_wrk",
+                "server_cpu_per_request_wrk",
+                "throughput_wrk",
+            ]
+            .map(named)
+            .to_vec(),
+        );
+        let names: Vec<&str> = out.iter().map(|m| m.metric).collect();
+        assert_eq!(
+            names,
+            [
+                "throughput",
+                "throughput_wrk",
+                "server_cpu_per_request",
+                "server_cpu_per_request_wrk",
+                "latency_p50",
+                "errors",
+                "server_cpu",
+                "client_cpu_wrk"
+            ]
         );
     }
 }

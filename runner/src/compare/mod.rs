@@ -12,10 +12,12 @@ pub mod load;
 pub mod memory;
 pub mod oha;
 pub mod outcome;
+pub mod pin;
 pub mod plain;
 pub mod process_cold_start;
 pub mod scenarios;
 pub mod tree;
+pub mod wrk;
 
 use crate::benchfile::{BenchFile, Component, Native};
 use crate::manifest::{Manifest, one_component};
@@ -62,6 +64,13 @@ pub struct CompareArgs {
     /// Where `<timestamp>/report.json` and friends are written.
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
+    /// Load: the CPUs of the server's process tree and of the load generators (oha, wrk), kept apart. auto: with 2 or more CPUs, the first half (the larger one) for the server, the rest for the generators (one each on 2); off: all share every CPU; SERVER_CPUS:GENERATOR_CPUS: CPU lists as taskset -c takes them, e.g. 0:1 or 0-3:4-7. Users and per-core figures are counted in the server's CPUs.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "off|auto|SERVER_CPUS:GENERATOR_CPUS"
+    )]
+    pub pin: pin::PinArg,
     #[command(flatten)]
     pub keep: crate::report::keep::KeepArgs,
 }
@@ -231,6 +240,8 @@ pub struct Plan {
     /// Concurrently live instances for per-instance memory.
     pub ks: Vec<usize>,
     pub quick: bool,
+    /// Load: which CPUs the server and the load generators run on.
+    pub pinning: pin::Pinning,
 }
 
 impl Plan {
@@ -266,6 +277,10 @@ impl Plan {
             bail!("--duration must be in (0, 3600] seconds");
         }
         let quick = args.quick;
+        let available = pin::Cpus::available().context("reading this process's CPU affinity")?;
+        let machine_cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let pinning = pin::Pinning::resolve(&args.pin, &available, machine_cores)
+            .map_err(anyhow::Error::msg)?;
         Ok(Plan {
             functions,
             hosts,
@@ -289,6 +304,7 @@ impl Plan {
                 vec![1, 10, 100, 1000]
             },
             quick,
+            pinning,
         })
     }
 
@@ -308,6 +324,7 @@ impl Plan {
             runs: self.runs,
             ks: self.ks.clone(),
             quick: self.quick,
+            pinning: self.pinning.info(),
         }
     }
 

@@ -17,6 +17,7 @@
 //! the users have their connections open and their first answers back.
 
 use super::hosts;
+use super::pin::Cpus;
 use super::scenarios::Scenario;
 use crate::stats;
 use anyhow::{Context, Result, bail};
@@ -101,13 +102,15 @@ impl OhaReport {
     }
 }
 
-/// oha's command line for `scenario` against `base` (e.g. `http://127.0.0.1:3000`).
+/// oha's command line for `scenario` against `base` (e.g. `http://127.0.0.1:3000`),
+/// on `cpus` if pinned (`--pin`; its runtime then starts a worker thread per CPU it has).
 fn command(
     base: &str,
     scenario: &Scenario,
     run_for: Duration,
     body: Option<&Path>,
     format: &str,
+    cpus: Option<&Cpus>,
 ) -> Result<Command> {
     let oha = hosts::on_path("oha")
         .map_err(anyhow::Error::msg)
@@ -130,6 +133,7 @@ fn command(
         cmd.arg("-D").arg(file);
     }
     cmd.arg(format!("{base}{}", scenario.request.target));
+    super::pin::apply(&mut cmd, cpus).context("pinning oha")?;
     Ok(cmd)
 }
 
@@ -152,8 +156,9 @@ pub fn run_summary(
     scenario: &Scenario,
     duration: Duration,
     body: Option<&Path>,
+    cpus: Option<&Cpus>,
 ) -> Result<OhaReport> {
-    let stdout = output(command(base, scenario, duration, body, "json")?)?;
+    let stdout = output(command(base, scenario, duration, body, "json", cpus)?)?;
     serde_json::from_slice(&stdout).with_context(|| {
         format!(
             "parsing oha's JSON: {}",
@@ -172,8 +177,9 @@ pub fn run_timeline(
     scenario: &Scenario,
     run_for: Duration,
     body: Option<&Path>,
+    cpus: Option<&Cpus>,
 ) -> Result<Timeline> {
-    let mut cmd = command(base, scenario, run_for, body, "csv")?;
+    let mut cmd = command(base, scenario, run_for, body, "csv", cpus)?;
     cmd.args(["-w", "-t", REQUEST_TIMEOUT]);
     let stdout = output(cmd)?;
     Timeline::parse(&String::from_utf8_lossy(&stdout), run_for.as_secs_f64())

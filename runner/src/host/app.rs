@@ -26,16 +26,15 @@ use super::instance::state::{GuestLimits, RequestState};
 use super::instance::{Body, declared_length};
 use super::logger;
 use crate::manifest::{Manifest, RouteTarget};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use bytes::Bytes;
 use http::uri::PathAndQuery;
 use http::{Request, Response, Uri};
-use load::Loaded;
-use std::collections::BTreeMap;
+use load::{Application, Loaded, Plan};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// How to build a [`Host`].
 #[derive(Debug, Clone)]
@@ -65,6 +64,10 @@ pub struct HostOptions {
     pub runtime_config_file: Option<PathBuf>,
     /// Spin's `--state-dir`: where the default store and database live.
     pub state_dir: StateDirArg,
+    /// With `Allocation::Pooling`: serve at once from an on-demand engine
+    /// while the pool is prepared in the background (`serve`), instead of
+    /// preparing it first (in-process measurements, which time the pool).
+    pub pool_in_background: bool,
 }
 
 impl Default for HostOptions {
@@ -81,6 +84,7 @@ impl Default for HostOptions {
             body_read_timeout: body_limit::DEFAULT_BODY_READ_TIMEOUT,
             runtime_config_file: None,
             state_dir: StateDirArg::Default,
+            pool_in_background: false,
         }
     }
 }
@@ -95,11 +99,14 @@ pub struct ComponentLoad {
 /// The loaded application: its router and one loaded component per triggered id.
 pub struct Host {
     router: Router,
-    components: BTreeMap<String, Loaded>,
-    admission: Admission,
-    /// The pool's slots, taken by fresh instances too when a component is a
-    /// WASIp3 one (its idle instances hold slots without permits).
-    fresh_slots: Option<Arc<Slots>>,
+    /// The components, loaded on an engine with the instance allocator asked
+    /// for; under `serve`, an on-demand engine until the pool is ready.
+    initial: Application,
+    /// The pooled application prepared in the background, once ready.
+    pooled: Arc<OnceLock<Application>>,
+    /// Shared with the pool's setup thread, which opens it fully once the
+    /// full pool serves.
+    admission: Arc<Admission>,
     body_limits: BodyLimits,
     /// `spin-client-addr` of in-process requests.
     in_process_client: ClientAddr,
@@ -125,16 +132,37 @@ impl Host {
         crate::manifest::hosting::check(manifest)?;
         let router = Router::new(manifest.http_base(), &manifest.http_routes())?;
         let triggered = manifest.triggered_components();
-        let application = load::load(manifest, &triggered, options)?;
+        let plan = Arc::new(Plan::new(manifest, &triggered, options)?);
+        let pooled = Arc::new(OnceLock::new());
+        let limits = AdmissionLimits {
+            max_concurrent: plan.max_concurrent,
+            ..options.admission
+        };
+        let background = options.allocation == Allocation::Pooling
+            && options.pool_in_background
+            && plan.starting_pool().max_instances < plan.full_pool().max_instances;
+        let (initial, admission) = if background {
+            // Serve at once from a small pool, checked against the same limits
+            // per instance; the full pool's setup (one `mprotect` per slot's
+            // fiber stack) happens off the start path, and admission lets as
+            // many in as the small pool holds until then.
+            let initial = plan.build(plan.starting_pool(), Allocation::Pooling, true)?;
+            let admission = Arc::new(Admission::starting_with(
+                limits,
+                plan.concurrent_on(plan.starting_pool()),
+            ));
+            prepare_pool(plan.clone(), pooled.clone(), admission.clone())?;
+            (initial, admission)
+        } else {
+            let initial = plan.build(plan.full_pool(), options.allocation, true)?;
+            (initial, Arc::new(Admission::new(limits)))
+        };
         let routes_listing = RoutesListing::new(manifest, &router);
         Ok(Self {
             router,
-            components: application.components,
-            admission: Admission::new(AdmissionLimits {
-                max_concurrent: application.max_concurrent,
-                ..options.admission
-            }),
-            fresh_slots: application.shared_slots,
+            initial,
+            pooled,
+            admission,
             body_limits: BodyLimits {
                 max_size: options.max_request_body,
                 read_timeout: options.body_read_timeout,
@@ -143,6 +171,11 @@ impl Host {
             routes_listing,
             well_known: WellKnown::new(manifest),
         })
+    }
+
+    /// The application requests go to: the pooled one once it is ready.
+    fn application(&self) -> &Application {
+        self.pooled.get().unwrap_or(&self.initial)
     }
 
     /// What `serve` prints once it listens on `addr`: `spin up`'s route listing.
@@ -185,9 +218,13 @@ impl Host {
         let fault = FaultCell::default();
         let request = with_spin_headers(request, &matched, client)
             .map(|body| GuardedBody::new(body, self.body_limits, fault.clone()));
-        let loaded = &self.components[component];
+        let application = self.application();
+        let loaded = &application.components[component];
         let response = match &loaded.handler {
-            Handler::Fresh(pre) => self.fresh(pre, request, loaded, permit).await,
+            Handler::Fresh(pre) => {
+                let slots = application.shared_slots.as_ref();
+                self.fresh(pre, request, loaded, slots, permit).await
+            }
             Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
         };
         let response = response
@@ -216,13 +253,14 @@ impl Host {
         pre: &wasmtime_wasi_http::p2::bindings::ProxyPre<RequestState>,
         request: Request<B>,
         loaded: &Loaded,
+        slots: Option<&Arc<Slots>>,
         permit: Permit,
     ) -> Result<Response<Body>, Failure>
     where
         B: hyper::body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
-        let slot = match &self.fresh_slots {
+        let slot = match slots {
             None => None,
             Some(slots) => Some(
                 slots
@@ -238,6 +276,54 @@ impl Host {
     /// The `503` for a request that found no free instance.
     fn busy(&self, refusal: Refusal) -> Response<Body> {
         reply::to_response(reply::busy(refusal.message(self.admission.limits())))
+    }
+}
+
+/// Builds the pooled application on a thread of its own and, once it is
+/// ready, hands it to the host; if the pool cannot be had, the on-demand
+/// engine keeps serving (with the same warning a failed pool gives at start).
+fn prepare_pool(
+    plan: Arc<Plan>,
+    pooled: Arc<OnceLock<Application>>,
+    admission: Arc<Admission>,
+) -> Result<()> {
+    let since = Instant::now();
+    std::thread::Builder::new()
+        .name("pool-setup".into())
+        .spawn(move || {
+            lower_priority();
+            match plan.build(plan.full_pool(), Allocation::Pooling, false) {
+                // On-demand (the pool could not be reserved, as warned) serves
+                // as many as the full pool would.
+                Ok(application) => {
+                    let pool = application.allocation == Allocation::Pooling;
+                    let _ = pooled.set(application);
+                    admission.open_fully();
+                    if pool {
+                        plan.log_pool_ready(since);
+                    }
+                }
+                Err(error) => logger::line(format!(
+                    "warning: the full pool could not be prepared ({error:#}); serving from the starting pool"
+                )),
+            }
+        })
+        .context("starting the pool's setup thread")?;
+    Ok(())
+}
+
+/// Lowers the calling thread's scheduling priority (Linux: `nice` is per
+/// thread), so that on a busy machine the full pool's setup yields to the
+/// first requests served from the starting pool.
+#[allow(
+    unsafe_code,
+    reason = "setpriority(2) through libc; sound as the SAFETY comment says"
+)]
+fn lower_priority() {
+    // SAFETY: setpriority(2) only reads its integer arguments; who 0 is the
+    // calling thread. Failing to lower it is harmless.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
     }
 }
 

@@ -102,16 +102,6 @@ fn check_component(id: &str, component: &Component) -> Result<()> {
         )?,
     }
     let lists = [
-        (
-            "key_value_stores",
-            &component.key_value_stores,
-            "no key-value store is provided",
-        ),
-        (
-            "sqlite_databases",
-            &component.sqlite_databases,
-            "no SQLite database is provided",
-        ),
         ("ai_models", &component.ai_models, "no AI model is provided"),
         (
             "exclude_files",

@@ -184,6 +184,16 @@ fn descriptive_and_tool_keys_are_accepted() {
 }
 
 #[test]
+fn key_value_stores_and_sqlite_databases_are_hosted() {
+    for line in [
+        "key_value_stores = [\"default\", \"cache\"]",
+        "sqlite_databases = [\"default\"]",
+    ] {
+        hosted(&with("[component.app]", line));
+    }
+}
+
+#[test]
 fn application_variables_are_accepted_with_a_default_or_required() {
     let text = format!(
         "{MINIMAL}[variables]\ngreeting = {{ default = \"hi\", description = \"d\", secret = true }}\n\
@@ -243,16 +253,6 @@ fn a_route_to_a_missing_component_is_rejected() {
 #[test]
 fn what_serve_cannot_host_is_refused_by_key() {
     for (header, line, key) in [
-        (
-            "[component.app]",
-            "key_value_stores = [\"default\"]",
-            "key_value_stores",
-        ),
-        (
-            "[component.app]",
-            "sqlite_databases = [\"default\"]",
-            "sqlite_databases",
-        ),
         (
             "[component.app]",
             "ai_models = [\"llama2-chat\"]",

@@ -1,6 +1,6 @@
 //! SVG charts of a report (plotters, SVG backend only): the instance cold-start
-//! distributions, memory per instance against K, and each host's throughput and
-//! latency relative to native.
+//! distributions, memory per instance against K, and each host's throughput,
+//! server CPU per request and latency relative to native.
 
 use super::{Metric, Report};
 use crate::model::Measurement;
@@ -50,6 +50,11 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
             "throughput",
             "load-throughput.svg",
             "load: throughput relative to native (higher is better)",
+        ),
+        (
+            "server_cpu_per_request",
+            "load-cpu-per-request.svg",
+            "load: server CPU per request relative to native (lower is better)",
         ),
         (
             "latency_p99",

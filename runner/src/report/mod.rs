@@ -15,9 +15,13 @@
 //!   "duration_s": 312.4,                        // the whole run
 //!   "command": ["spinbench", "compare", ...],
 //!   "machine": { "cpu_model", "cores", "kernel", "memory_total_bytes", "sha_instructions" },
-//!   "versions": { "spinbench", "oha", "spin", "wasmtime" },   // null when absent
+//!   "versions": { "spinbench", "oha", "wrk", "spin", "wasmtime" },   // null when absent
 //!   "plan": { "functions", "hosts", "measurements", "load_duration_s", "warmup_s",
-//!             "samples", "runs", "ks", "quick" },
+//!             "samples", "runs", "ks", "quick",
+//!             "pinning": { "mode": "auto" | "manual" | "off",
+//!                          "server_cpus": [0] | null,      // the server's process tree (load)
+//!                          "generator_cpus": [1] | null,   // oha and wrk
+//!                          "note": "what was done, or why nothing was" } },
 //!   "metrics": [ {
 //!       "measurement": "build_and_size" | "instance_cold_start" | "process_cold_start" | "memory" | "load",
 //!       "function": "<component id of the benchmark file>",
@@ -29,6 +33,10 @@
 //!             | "native-soft-sha"  // native sha1 without SHA CPU instructions
 //!             | "wasm-empty-cache",// the runner started with no compiled code
 //!       "metric": "total", "instantiate", "handle", "first_200", "wasm_size", ...,
+//!                                   // load: "throughput", "server_cpu_per_request" (us: the
+//!                                   // server tree's CPU time over the responses of the run),
+//!                                   // "throughput_wrk", "server_cpu_per_request_wrk",
+//!                                   // "client_cpu_wrk" (wrk's check), latency_*, errors, ...
 //!       "unit": "us" | "ms" | "bytes" | "req/s" | "req/s/core" | "MB/s" | "cores" | "count",
 //!       "better": "lower" | "higher",
 //!       "k": 100 | null,            // memory: concurrently live instances;
@@ -48,7 +56,8 @@
 //!   } ],
 //!   "ratios": [ { "measurement", "function", "metric", "k", "host", "baseline",
 //!                 "ratio" } ],       // host p50 / baseline p50, within this run
-//!   "warnings": [ "..." ]
+//!   "warnings": [ "..." ]       // noisy series; oha and wrk more than 10 % apart (with why);
+//!                               // the wrk check skipped (wrk not on PATH)
 //! }
 //! ```
 //!
@@ -179,6 +188,11 @@ impl Metric {
         self.summary.as_ref().map(|s| s.p50)
     }
 
+    /// Same measurement, function and K (any metric): figures of one scenario.
+    fn same_scenario(&self, other: &Metric) -> bool {
+        (self.measurement, &self.function, self.k) == (other.measurement, &other.function, other.k)
+    }
+
     /// Same measurement, function, metric and K: the rows a table lines up.
     pub fn same_row(&self, other: &Metric) -> bool {
         (self.measurement, &self.function, self.metric, self.k)
@@ -212,6 +226,8 @@ pub struct Ratio {
 pub struct Versions {
     pub spinbench: &'static str,
     pub oha: Option<String>,
+    /// The second load generator, the check on oha's rates.
+    pub wrk: Option<String>,
     pub spin: Option<String>,
     pub wasmtime: Option<String>,
 }
@@ -227,6 +243,21 @@ pub struct PlanInfo {
     pub runs: usize,
     pub ks: Vec<usize>,
     pub quick: bool,
+    /// Load: where the server and the load generators ran.
+    pub pinning: PinInfo,
+}
+
+/// The CPUs the load measurement gave the server's process tree and the load
+/// generators (`compare --pin`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PinInfo {
+    /// "auto", "manual" (`--pin SERVER:GENERATOR`) or "off".
+    pub mode: &'static str,
+    /// Both null when nothing was pinned (`--pin off`, one CPU, `spinbench load`).
+    pub server_cpus: Option<Vec<usize>>,
+    pub generator_cpus: Option<Vec<usize>>,
+    /// What was done, or why nothing was.
+    pub note: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -268,6 +299,7 @@ impl Report {
             versions: Versions {
                 spinbench: env!("CARGO_PKG_VERSION"),
                 oha: tool_version("oha"),
+                wrk: wrk_version(),
                 spin: tool_version("spin"),
                 wasmtime: tool_version("wasmtime"),
             },
@@ -293,6 +325,15 @@ impl Report {
     pub fn finish(&mut self, took: Duration) {
         self.duration_s = took.as_secs_f64();
         self.ratios = ratios(&self.metrics);
+        let pinning = &self.plan.pinning;
+        let count = |cpus: &Option<Vec<usize>>| cpus.as_ref().map_or(self.machine.cores, Vec::len);
+        let cpus = SplitCores {
+            server: count(&pinning.server_cpus),
+            generator: count(&pinning.generator_cpus),
+            pinned: pinning.server_cpus.is_some(),
+        };
+        self.warnings
+            .extend(generators_disagree(&self.metrics, cpus));
     }
 
     pub fn metrics_of(&self, measurement: Measurement) -> impl Iterator<Item = &Metric> {
@@ -300,6 +341,103 @@ impl Report {
             .iter()
             .filter(move |m| m.measurement == measurement)
     }
+}
+
+/// How many CPUs the server and the load generators had.
+#[derive(Debug, Clone, Copy)]
+pub struct SplitCores {
+    pub server: usize,
+    pub generator: usize,
+    /// Whether they were their own (`--pin`), or everyone's.
+    pub pinned: bool,
+}
+
+/// How far apart oha's and wrk's rates may be before the report warns.
+pub const GENERATORS_AGREE_WITHIN: f64 = 0.10;
+
+/// A warning for each load figure whose rate under wrk (`throughput_wrk`)
+/// differs from oha's by more than [`GENERATORS_AGREE_WITHIN`], with what the
+/// run says of why: whether the server spent the same CPU per request under
+/// both (then the rates differ by the CPU it got: a generator that ran out of
+/// its own CPUs, or other work on the server's), how much of its CPUs the
+/// server got and each generator used, and how much the rest of the machine
+/// took meanwhile.
+pub fn generators_disagree(metrics: &[Metric], cpus: SplitCores) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for oha in metrics
+        .iter()
+        .filter(|m| m.measurement == Measurement::Load && m.metric == "throughput")
+    {
+        let of = |name: &str| {
+            metrics
+                .iter()
+                .find(|o| o.metric == name && o.host == oha.host && o.same_scenario(oha))
+                .and_then(Metric::p50)
+        };
+        let (Some(by_oha), Some(by_wrk)) = (oha.p50(), of("throughput_wrk")) else {
+            continue;
+        };
+        let Some(ratio) = stats::ratio(by_wrk, by_oha) else {
+            continue;
+        };
+        if (ratio - 1.0).abs() <= GENERATORS_AGREE_WITHIN {
+            continue;
+        }
+        let mut why = Vec::new();
+        let agree = |a: f64, b: f64| {
+            stats::ratio(b, a).is_some_and(|r| (r - 1.0).abs() <= GENERATORS_AGREE_WITHIN)
+        };
+        match (of("server_cpu_per_request"), of("server_cpu_per_request_wrk")) {
+            (Some(a), Some(b)) if agree(a, b) => why.push(format!(
+                "the server spent the same CPU per request under both ({a:.1} vs {b:.1} µs): the rates differ by the CPU it got, not by the work it did"
+            )),
+            (Some(a), Some(b)) => why.push(format!(
+                "the server's CPU per request differs too ({a:.1} µs under oha, {b:.1} under wrk): it did different work for the two clients, or the machine's contention changed between the runs"
+            )),
+            _ => {}
+        }
+        if let Some(cores) = of("server_cpu") {
+            why.push(format!(
+                "the server used {cores:.2} of its {} CPU(s) under oha",
+                cpus.server
+            ));
+        }
+        let generator = cpus.generator;
+        let used = |name: &str, tool: &str| {
+            of(name).map(|cores| {
+                let all = cores >= 0.9 * generator as f64;
+                format!(
+                    "{tool} used {cores:.2} of its {generator} CPU(s){}",
+                    if all {
+                        ", all of them: its own limit, not the server's"
+                    } else {
+                        ""
+                    }
+                )
+            })
+        };
+        why.extend(used("client_cpu", "oha"));
+        why.extend(used("client_cpu_wrk", "wrk"));
+        if let Some(cores) = of("other_cpu") {
+            why.push(format!(
+                "the rest of the machine used {cores:.2} cores during oha's run"
+            ));
+        }
+        if !cpus.pinned {
+            why.push("server and generators shared the CPUs (not pinned): a generator that costs more per request leaves the server less".into());
+        }
+        warnings.push(format!(
+            "load {} {}{}: oha and wrk differ by {:+.0} % ({} vs {} under wrk): {}; server CPU per request is the figure to compare",
+            oha.function,
+            oha.host,
+            oha.k.map_or(String::new(), |k| format!(" K={k}")),
+            (ratio - 1.0) * 100.0,
+            table::fmt(by_oha, oha.unit),
+            table::fmt(by_wrk, oha.unit),
+            why.join("; ")
+        ));
+    }
+    warnings
 }
 
 pub fn ratios(metrics: &[Metric]) -> Vec<Ratio> {
@@ -339,6 +477,14 @@ fn tool_version(tool: &str) -> Option<String> {
     out.status
         .success()
         .then(|| text.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// `wrk -v`'s first line: wrk has no `--version` and exits 1 after printing it.
+fn wrk_version() -> Option<String> {
+    let out = std::process::Command::new("wrk").arg("-v").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next()?.trim();
+    line.starts_with("wrk ").then(|| line.to_string())
 }
 
 /// Writes report.json, report.md and the charts into `dir`; returns what it wrote.
@@ -430,6 +576,80 @@ mod tests {
         assert_eq!(got, [("wasm", "native", 0.5), ("spin", "native", 0.25)]);
     }
 
+    fn load(host: &str, name: &'static str, value: f64) -> Metric {
+        Metric::new(
+            Measurement::Load,
+            "hello",
+            host,
+            name,
+            "req/s",
+            Better::Higher,
+        )
+        .value(value)
+    }
+
+    /// oha and wrk 20 % apart on wasm, with the same CPU per request and oha
+    /// on all of its CPU: warned, with why. 5 % apart on native: not warned.
+    #[test]
+    fn generators_that_disagree_are_warned_about_with_why() {
+        let metrics = [
+            load("native", "throughput", 20_000.0),
+            load("native", "throughput_wrk", 21_000.0),
+            load("wasm", "throughput", 10_000.0),
+            load("wasm", "throughput_wrk", 12_000.0),
+            load("wasm", "server_cpu_per_request", 60.0),
+            load("wasm", "server_cpu_per_request_wrk", 62.0),
+            load("wasm", "client_cpu", 0.97),
+            load("wasm", "client_cpu_wrk", 0.5),
+        ];
+        let one_each = SplitCores {
+            server: 1,
+            generator: 1,
+            pinned: true,
+        };
+        let warnings = generators_disagree(&metrics, one_each);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let w = &warnings[0];
+        assert!(w.starts_with("load hello wasm: oha and wrk differ by +20 % (10.0k req/s vs 12.0k req/s under wrk)"), "{w}");
+        assert!(
+            w.contains("the same CPU per request under both (60.0 vs 62.0 µs)"),
+            "{w}"
+        );
+        assert!(
+            w.contains("oha used 0.97 of its 1 CPU(s), all of them"),
+            "{w}"
+        );
+        assert!(w.contains("wrk used 0.50 of its 1 CPU(s);"), "{w}");
+        assert!(!w.contains("not pinned"), "{w}");
+        // The server's work differing too is said; so is sharing the CPUs.
+        let mut differing = metrics.to_vec();
+        differing[5] = load("wasm", "server_cpu_per_request_wrk", 80.0);
+        differing.push(load("wasm", "server_cpu", 0.3));
+        differing.push(load("wasm", "other_cpu", 1.2));
+        let shared = SplitCores {
+            server: 2,
+            generator: 2,
+            pinned: false,
+        };
+        let w = &generators_disagree(&differing, shared)[0];
+        assert!(
+            w.contains("the server used 0.30 of its 2 CPU(s) under oha"),
+            "{w}"
+        );
+        assert!(
+            w.contains("the rest of the machine used 1.20 cores during oha's run"),
+            "{w}"
+        );
+        assert!(
+            w.contains("CPU per request differs too (60.0 µs under oha, 80.0 under wrk)"),
+            "{w}"
+        );
+        assert!(w.contains("oha used 0.97 of its 2 CPU(s);"), "{w}");
+        assert!(w.contains("not pinned"), "{w}");
+        // Without wrk's figure there is nothing to compare.
+        assert!(generators_disagree(&metrics[2..3], one_each).is_empty());
+    }
+
     #[test]
     fn json_shape_is_stable() {
         let plan = PlanInfo {
@@ -442,6 +662,12 @@ mod tests {
             runs: 2,
             ks: vec![1, 10, 100],
             quick: true,
+            pinning: PinInfo {
+                mode: "auto",
+                server_cpus: Some(vec![0]),
+                generator_cpus: Some(vec![1]),
+                note: "one each".into(),
+            },
         };
         let mut report = Report::new(vec!["spinbench".into()], plan);
         report.push(metric("native", 100.0));
@@ -474,6 +700,15 @@ mod tests {
             assert!(json.get(key).is_some(), "missing {key}");
         }
         assert_eq!(json["schema"], SCHEMA);
+        assert_eq!(
+            json["plan"]["pinning"]["server_cpus"],
+            serde_json::json!([0])
+        );
+        assert_eq!(
+            json["plan"]["pinning"]["generator_cpus"],
+            serde_json::json!([1])
+        );
+        assert!(json["versions"].get("wrk").is_some());
         for key in [
             "cpu_model",
             "cores",

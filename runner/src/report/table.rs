@@ -171,6 +171,12 @@ fn table(report: &Report, measurement: Measurement) -> Option<Table> {
         rows.push(row);
     }
     notes.extend(tree_notes(&metrics));
+    if measurement == Measurement::Load {
+        notes.push(format!(
+            "CPUs (--pin {}): {}",
+            report.plan.pinning.mode, report.plan.pinning.note
+        ));
+    }
     Some(Table {
         title: measurement.name().replace('_', " "),
         header,

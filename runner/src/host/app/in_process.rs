@@ -50,7 +50,8 @@ impl Host {
     /// How each triggered component was made ready (compiled or loaded from
     /// cache), in id order.
     pub fn loads(&self) -> Vec<ComponentLoad> {
-        self.components
+        self.application()
+            .components
             .values()
             .map(|loaded| loaded.load.clone())
             .collect()
@@ -70,6 +71,7 @@ impl Host {
         request: Request<Bytes>,
     ) -> Result<TimedResponse> {
         let loaded = self
+            .application()
             .components
             .get(component)
             .with_context(|| format!("no triggered component {component:?} in the manifest"))?;

@@ -1,12 +1,20 @@
 //! Loading an application: the components its triggers name (and only those,
 //! as Spin loads only triggered components), each prepared, checked against
 //! what the runner provides, compiled or loaded from cache, and linked.
+//!
+//! Loading is two steps, so that the second can run twice: a [`Plan`] (sources
+//! read and prepared, the components' contexts, the application's services),
+//! then [`Plan::build`] on an engine with a pool of a given size. `serve`
+//! builds a small pool first ([`START_SLOTS`] slots, checked against the same
+//! per-instance limits as the full one) and starts serving, then builds the
+//! full pool in the background (`Host::new`): its setup (a guard page per
+//! fiber stack, one `mprotect` per slot) stays off the start path.
 
 use super::{ComponentLoad, HostOptions};
 use crate::host::capabilities::runtime_config::RuntimeConfig;
 use crate::host::capabilities::{self, AppServices, ComponentContext, Group};
-use crate::host::instance::compiled_cache::{self, Origin};
-use crate::host::instance::engine::{self, Allocation};
+use crate::host::instance::compiled_cache::{self, CacheDir, Origin};
+use crate::host::instance::engine::{self, Allocation, PoolSizing};
 use crate::host::instance::flavour::Flavour;
 use crate::host::instance::prepare::{self, Prepared};
 use crate::host::instance::reuse::Handler;
@@ -18,6 +26,7 @@ use anyhow::{Context, Result, anyhow};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
@@ -29,14 +38,37 @@ pub struct Loaded {
     pub load: ComponentLoad,
 }
 
-/// Every triggered component, loaded, and what they share.
+/// Slots in the pool `serve` starts with while the full pool is prepared in
+/// the background: enough for the first requests, few enough that setting
+/// them up costs nothing measurable.
+pub const START_SLOTS: u32 = 16;
+
+/// Every triggered component, loaded on one engine.
 pub struct Application {
     pub components: BTreeMap<String, Loaded>,
-    /// The pool's slots, when any component is a WASIp3 one (then every
+    /// Which instance allocator its engine uses.
+    pub allocation: Allocation,
+    /// Its pool's slots, when any component is a WASIp3 one (then every
     /// instance takes one, so that idle WASIp3 instances can be asked for theirs).
     pub shared_slots: Option<Arc<Slots>>,
+}
+
+/// What loading needs that does not depend on the engine, read once.
+pub struct Plan {
+    sources: Vec<Source>,
+    /// Every interface group some component imports.
+    groups: BTreeSet<Group>,
+    /// Whether the engine needs the component model's async ABI.
+    concurrent: bool,
+    /// Each component's context, shared by every engine's stores (so an
+    /// application's stores and databases are opened once).
+    contexts: BTreeMap<String, Arc<ComponentContext>>,
+    /// Whether any component is a WASIp3 one.
+    wasip3: bool,
     /// `max_concurrent` clamped below the pool's slots.
     pub max_concurrent: usize,
+    options: HostOptions,
+    cache: Option<CacheDir>,
 }
 
 /// A triggered component's source, read and prepared.
@@ -47,121 +79,188 @@ struct Source {
     groups: BTreeSet<Group>,
 }
 
-/// Loads the components `ids` names (the triggered ones), logging each on stderr.
-pub fn load(manifest: &Manifest, ids: &[&str], options: &HostOptions) -> Result<Application> {
-    let sources = ids
-        .iter()
-        .map(|id| read_source(manifest, id))
-        .collect::<Result<Vec<_>>>()?;
-    let wasip3 = sources.iter().any(|s| s.prepared.flavour == Flavour::P3);
-    let groups: BTreeSet<Group> = sources.iter().flat_map(|s| s.groups.clone()).collect();
-    let concurrent = wasip3 || groups.iter().any(|group| group.concurrent());
-    let (engine, allocation) = engine::build(options.pool, options.allocation, concurrent)?;
-    // The cap stays below the pool's slots, so overload is a 503 from the
-    // queue, never a failed instantiation.
-    let max_concurrent = options.admission.max_concurrent.clamp(
-        1,
-        (options.pool.max_instances as usize)
-            .saturating_sub(1)
-            .max(1),
-    );
-    if allocation == Allocation::Pooling {
+impl Plan {
+    /// Reads and prepares the components `ids` names (the triggered ones),
+    /// refusing in one line what the runner does not provide.
+    pub fn new(manifest: &Manifest, ids: &[&str], options: &HostOptions) -> Result<Self> {
+        let sources = ids
+            .iter()
+            .map(|id| read_source(manifest, id))
+            .collect::<Result<Vec<_>>>()?;
+        let wasip3 = sources.iter().any(|s| s.prepared.flavour == Flavour::P3);
+        let groups: BTreeSet<Group> = sources.iter().flat_map(|s| s.groups.clone()).collect();
+        let concurrent = wasip3 || groups.iter().any(|group| group.concurrent());
+        let runtime_config = RuntimeConfig::load(
+            options.runtime_config_file.as_deref(),
+            &options.state_dir,
+            manifest.base_dir(),
+        )?;
+        let services = Arc::new(AppServices::new(runtime_config)?);
+        let contexts = ComponentContext::for_components(
+            manifest,
+            sources.iter().map(|s| s.id.as_str()),
+            &services,
+        )?;
+        // The cap stays below the pool's slots, so overload is a 503 from the
+        // queue, never a failed instantiation.
+        let max_concurrent = options.admission.max_concurrent.clamp(
+            1,
+            (options.pool.max_instances as usize)
+                .saturating_sub(1)
+                .max(1),
+        );
+        Ok(Self {
+            sources,
+            groups,
+            concurrent,
+            contexts,
+            wasip3,
+            max_concurrent,
+            options: options.clone(),
+            cache: options.cache_dir.as_deref().and_then(CacheDir::open),
+        })
+    }
+
+    /// The full pool's sizing, as configured.
+    pub fn full_pool(&self) -> PoolSizing {
+        self.options.pool
+    }
+
+    /// The pool `serve` starts with: [`START_SLOTS`] slots (fewer if so
+    /// configured), the same limits per instance.
+    pub fn starting_pool(&self) -> PoolSizing {
+        PoolSizing {
+            max_instances: self.options.pool.max_instances.min(START_SLOTS),
+            ..self.options.pool
+        }
+    }
+
+    /// How many instances may live at once on a pool of `sizing`: one below
+    /// its slots, so overload is a 503 from the queue, never a failed
+    /// instantiation.
+    pub fn concurrent_on(&self, sizing: PoolSizing) -> usize {
+        self.max_concurrent
+            .min((sizing.max_instances as usize).saturating_sub(1))
+            .max(1)
+    }
+
+    /// Builds an engine with `allocation` on a pool of `sizing` (pooling falls
+    /// back to on-demand allocation, with a warning, where the pool cannot be
+    /// reserved), then compiles or loads every component and links it. `log`
+    /// prints a line per component and the pool's sizing on stderr.
+    pub fn build(
+        &self,
+        sizing: PoolSizing,
+        allocation: Allocation,
+        log: bool,
+    ) -> Result<Application> {
+        let options = &self.options;
+        let (engine, allocation) = engine::build(sizing, allocation, self.concurrent)?;
+        if log && allocation == Allocation::Pooling {
+            self.log_pool(sizing);
+        }
+        let slots = Slots::new(
+            sizing.max_instances as usize,
+            options.admission.queue_timeout,
+        );
+        engine::spawn_epoch_ticker(&engine)?;
+        let linker = linker(&engine, &self.groups)?;
+        let mut components = BTreeMap::new();
+        for source in &self.sources {
+            let recipe = StoreRecipe {
+                limits: Limits {
+                    timeout: options.request_timeout,
+                    max_memory_size: options.pool.max_memory_size,
+                    guest: options.guest,
+                    component: logger::component_label(&source.id),
+                },
+                context: self
+                    .contexts
+                    .get(&source.id)
+                    .cloned()
+                    .ok_or_else(|| anyhow!("no context for component {:?}", source.id))?,
+            };
+            let loaded = self.compile_and_link(&engine, &linker, source, recipe, &slots, log)?;
+            components.insert(source.id.clone(), loaded);
+        }
+        Ok(Application {
+            components,
+            allocation,
+            shared_slots: self.wasip3.then_some(slots),
+        })
+    }
+
+    /// The line `serve` prints once the pool is ready, with how long it took
+    /// when it was prepared in the background.
+    pub fn log_pool_ready(&self, since: Instant) {
+        logger::line(format!(
+            "pooling allocator ready in {:.1?}: up to {} live instances; serving at most {} at once, {} more queued for up to {:?}",
+            since.elapsed(),
+            self.options.pool.max_instances,
+            self.max_concurrent,
+            self.options.admission.max_queued,
+            self.options.admission.queue_timeout
+        ));
+    }
+
+    fn log_pool(&self, sizing: PoolSizing) {
+        let full = if sizing.max_instances < self.options.pool.max_instances {
+            format!(
+                " (the full {}-slot pool is prepared in the background)",
+                self.options.pool.max_instances
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
-            "pooling allocator: up to {} live instances; serving at most {max_concurrent} at once, {} more queued for up to {:?}",
-            options.pool.max_instances,
-            options.admission.max_queued,
-            options.admission.queue_timeout
+            "pooling allocator: up to {} live instances; serving at most {} at once, {} more queued for up to {:?}{full}",
+            sizing.max_instances,
+            self.concurrent_on(sizing),
+            self.options.admission.max_queued,
+            self.options.admission.queue_timeout
         );
     }
-    let slots = Slots::new(
-        options.pool.max_instances as usize,
-        options.admission.queue_timeout,
-    );
-    engine::spawn_epoch_ticker(&engine)?;
-    let linker = linker(&engine, &groups)?;
-    let runtime_config = RuntimeConfig::load(
-        options.runtime_config_file.as_deref(),
-        &options.state_dir,
-        manifest.base_dir(),
-    )?;
-    let services = Arc::new(AppServices::new(runtime_config));
-    let mut contexts = ComponentContext::for_components(
-        manifest,
-        sources.iter().map(|s| s.id.as_str()),
-        &services,
-    )?;
-    let cache = options
-        .cache_dir
-        .as_deref()
-        .and_then(compiled_cache::CacheDir::open);
-    let mut components = BTreeMap::new();
-    for source in sources {
-        let recipe = StoreRecipe {
-            limits: Limits {
-                timeout: options.request_timeout,
-                max_memory_size: options.pool.max_memory_size,
-                guest: options.guest,
-                component: logger::component_label(&source.id),
-            },
-            context: contexts
-                .remove(&source.id)
-                .ok_or_else(|| anyhow!("no context for component {:?}", source.id))?,
-        };
-        let loaded = compile_and_link(
-            &engine,
-            &linker,
-            &source,
-            recipe,
-            options,
-            &slots,
-            cache.as_ref(),
-        )?;
-        components.insert(source.id, loaded);
-    }
-    Ok(Application {
-        components,
-        shared_slots: wasip3.then_some(slots),
-        max_concurrent,
-    })
-}
 
-fn compile_and_link(
-    engine: &Engine,
-    linker: &Linker<RequestState>,
-    source: &Source,
-    recipe: StoreRecipe,
-    options: &HostOptions,
-    slots: &Arc<Slots>,
-    cache: Option<&compiled_cache::CacheDir>,
-) -> Result<Loaded> {
-    let Source {
-        id, path, prepared, ..
-    } = source;
-    let loaded = compiled_cache::load(engine, &prepared.wasm, path, cache)
-        .with_context(|| format!("loading component {id:?}"))?;
-    let pre = linker.instantiate_pre(&loaded.component).map_err(|e| {
-        let reason = format!("{:#}", anyhow::Error::from(e)).replace('\n', " ");
-        anyhow!("component {id:?} cannot be linked ({reason}); `spin up` runs this app")
-    })?;
-    let handler = Handler::new(pre, prepared.flavour, &recipe, options.reuse, slots)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
-    let mut how = vec![prepared.flavour.describe()];
-    how.extend(prepared.adapted.iter().copied());
-    eprintln!(
-        "{id}: {} in {:.1?} ({})",
-        origin_text(loaded.origin),
-        loaded.elapsed,
-        how.join(", ")
-    );
-    Ok(Loaded {
-        handler,
-        recipe,
-        load: ComponentLoad {
-            origin: loaded.origin,
-            elapsed: loaded.elapsed,
-        },
-    })
+    fn compile_and_link(
+        &self,
+        engine: &Engine,
+        linker: &Linker<RequestState>,
+        source: &Source,
+        recipe: StoreRecipe,
+        slots: &Arc<Slots>,
+        log: bool,
+    ) -> Result<Loaded> {
+        let Source {
+            id, path, prepared, ..
+        } = source;
+        let loaded = compiled_cache::load(engine, &prepared.wasm, path, self.cache.as_ref())
+            .with_context(|| format!("loading component {id:?}"))?;
+        let pre = linker.instantiate_pre(&loaded.component).map_err(|e| {
+            let reason = format!("{:#}", anyhow::Error::from(e)).replace('\n', " ");
+            anyhow!("component {id:?} cannot be linked ({reason}); `spin up` runs this app")
+        })?;
+        let handler = Handler::new(pre, prepared.flavour, &recipe, self.options.reuse, slots)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
+        if log {
+            let mut how = vec![prepared.flavour.describe()];
+            how.extend(prepared.adapted.iter().copied());
+            eprintln!(
+                "{id}: {} in {:.1?} ({})",
+                origin_text(loaded.origin),
+                loaded.elapsed,
+                how.join(", ")
+            );
+        }
+        Ok(Loaded {
+            handler,
+            recipe,
+            load: ComponentLoad {
+                origin: loaded.origin,
+                elapsed: loaded.elapsed,
+            },
+        })
+    }
 }
 
 /// Reads and prepares component `id`'s source, and refuses it in one line if

@@ -155,7 +155,7 @@ async fn instances_for(host: &Host, requests: usize, pause: Duration) -> u64 {
         assert_eq!(response.status, 200);
         tokio::time::sleep(pause).await;
     }
-    match &host.components["hello"].handler {
+    match &host.application().components["hello"].handler {
         Handler::Reused(reused) => reused.instances_created(),
         Handler::Fresh(_) => panic!("hello_p3 is a WASIp3 component"),
     }

@@ -5,6 +5,7 @@
 
 use super::outbound_hosts::AllowedHosts;
 use super::runtime_config::RuntimeConfig;
+use super::{key_value, sqlite};
 use crate::manifest::{Manifest, variables};
 use anyhow::{Result, anyhow};
 use std::collections::BTreeMap;
@@ -21,10 +22,6 @@ pub struct ComponentContext {
     pub environment: Vec<(String, String)>,
     /// What its manifest table grants beyond variables and environment.
     pub grants: Grants,
-    #[expect(
-        dead_code,
-        reason = "read by the key-value and SQLite capabilities, next"
-    )]
     pub services: Arc<AppServices>,
 }
 
@@ -48,16 +45,22 @@ pub struct Grants {
 #[derive(Debug, Default)]
 pub struct AppServices {
     /// The runtime config file and the state directory.
-    #[expect(
-        dead_code,
-        reason = "read by the key-value and SQLite capabilities, next"
-    )]
+    #[expect(dead_code, reason = "read by the outbound capabilities, next")]
     pub runtime_config: RuntimeConfig,
+    /// The key-value stores, each opened once for all instances.
+    pub key_value: key_value::Stores,
+    /// The SQLite databases.
+    pub sqlite: sqlite::Databases,
 }
 
 impl AppServices {
-    pub fn new(runtime_config: RuntimeConfig) -> Self {
-        Self { runtime_config }
+    /// The stores and databases `runtime_config` defines (none opened yet).
+    pub fn new(runtime_config: RuntimeConfig) -> Result<Self> {
+        Ok(Self {
+            key_value: key_value::Stores::from_config(&runtime_config)?,
+            sqlite: sqlite::Databases::from_config(&runtime_config)?,
+            runtime_config,
+        })
     }
 }
 
@@ -78,6 +81,13 @@ impl ComponentContext {
                     .get(id)
                     .ok_or_else(|| anyhow!("no [component.{id}] in the manifest"))?;
                 let in_component = |e: anyhow::Error| anyhow!("component {id:?}: {e}");
+                // Spin refuses a granted label nothing defines at start.
+                services
+                    .key_value
+                    .check_grants(id, &component.key_value_stores)?;
+                services
+                    .sqlite
+                    .check_grants(id, &component.sqlite_databases)?;
                 let variables = variables::component_values(&component.variables, &application)
                     .map_err(in_component)?;
                 let expand = |hosts: &[String]| {

@@ -13,6 +13,7 @@
 
 pub mod context;
 pub mod environment;
+pub mod key_value;
 pub mod llm;
 pub mod mqtt;
 pub mod outbound_hosts;
@@ -21,6 +22,7 @@ pub mod rdbms;
 pub mod redis;
 pub mod runtime_config;
 pub mod sockets;
+pub mod sqlite;
 pub mod variables;
 pub mod wasi;
 
@@ -56,6 +58,14 @@ pub enum Group {
     ConfigV1,
     /// `wasi:config/store@0.2.0-draft-2024-09-27`.
     WasiConfig,
+    /// `fermyon:spin/key-value@2.0.0`.
+    KeyValueV2,
+    /// `spin:key-value/key-value@3.0.0` (async).
+    KeyValueV3,
+    /// `fermyon:spin/sqlite@2.0.0`.
+    SqliteV2,
+    /// `spin:sqlite/sqlite@3.1.0` (its `-async` functions), serving 3.0.0 too.
+    SqliteV3,
     /// `fermyon:spin/redis@2.0.0`.
     RedisV2,
     /// `spin:redis/redis@3.0.0` (async).
@@ -86,6 +96,8 @@ impl Group {
             self,
             Group::WasiP3
                 | Group::VariablesV3
+                | Group::KeyValueV3
+                | Group::SqliteV3
                 | Group::RedisV3
                 | Group::MqttV3
                 | Group::PostgresV4
@@ -123,6 +135,22 @@ pub static INTERFACES: &[Interface] = &[
     Interface {
         name: variables::WASI_CONFIG,
         group: Group::WasiConfig,
+    },
+    Interface {
+        name: key_value::V2,
+        group: Group::KeyValueV2,
+    },
+    Interface {
+        name: key_value::V3,
+        group: Group::KeyValueV3,
+    },
+    Interface {
+        name: sqlite::V2,
+        group: Group::SqliteV2,
+    },
+    Interface {
+        name: sqlite::V3,
+        group: Group::SqliteV3,
     },
     Interface {
         name: redis::V2,
@@ -208,6 +236,10 @@ where
             Group::VariablesV3 => variables::link_v3(linker)?,
             Group::ConfigV1 => variables::link_config_v1(linker)?,
             Group::WasiConfig => variables::link_wasi_config(linker)?,
+            Group::KeyValueV2 => key_value::link_v2(linker)?,
+            Group::KeyValueV3 => key_value::link_v3(linker)?,
+            Group::SqliteV2 => sqlite::link_v2(linker)?,
+            Group::SqliteV3 => sqlite::link_v3(linker)?,
             Group::RedisV2 => redis::link_v2(linker)?,
             Group::RedisV3 => redis::link_v3(linker)?,
             Group::MqttV2 => mqtt::link_v2(linker)?,

@@ -37,13 +37,6 @@ impl StateDirArg {
 /// A parsed runtime config file and where it was read from (its relative
 /// paths resolve against that directory).
 #[derive(Debug, Clone, Default)]
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "read by the key-value and SQLite capabilities, next"
-    )
-)]
 pub struct RuntimeConfig {
     pub table: toml::Table,
     /// The file's directory; `None` without a file.
@@ -52,13 +45,6 @@ pub struct RuntimeConfig {
     pub state_dir: Option<PathBuf>,
 }
 
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "read by the key-value and SQLite capabilities, next"
-    )
-)]
 impl RuntimeConfig {
     /// Reads `file` (if any) and resolves the state directory for an app
     /// whose manifest is in `app_dir`.

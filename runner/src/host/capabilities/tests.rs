@@ -85,3 +85,29 @@ fn only_async_groups_need_a_concurrent_engine() {
     assert!(!Group::WasiP2.concurrent());
     assert!(!Group::VariablesV2.concurrent());
 }
+
+#[test]
+fn key_value_and_sqlite_are_provided_under_spin_2_and_spin_4_names() {
+    let imports = names(&[
+        "fermyon:spin/key-value@2.0.0",
+        "spin:key-value/key-value@3.0.0",
+        "fermyon:spin/sqlite@2.0.0",
+        "spin:sqlite/sqlite@3.0.0",
+        "spin:sqlite/sqlite@3.1.0",
+    ]);
+    let groups = groups_for(&imports).unwrap();
+    assert_eq!(
+        groups.into_iter().collect::<Vec<_>>(),
+        [
+            Group::KeyValueV2,
+            Group::KeyValueV3,
+            Group::SqliteV2,
+            Group::SqliteV3
+        ]
+    );
+    // 3.x's async functions need the async ABI; 2.0.0's are synchronous.
+    assert!(Group::KeyValueV3.concurrent() && Group::SqliteV3.concurrent());
+    assert!(!Group::KeyValueV2.concurrent() && !Group::SqliteV2.concurrent());
+    assert_eq!(group_of("spin:sqlite/sqlite@3.2.0"), None);
+    assert_eq!(group_of("fermyon:spin/key-value"), None);
+}

@@ -53,6 +53,11 @@ pub struct Admission {
     permits: Arc<Semaphore>,
     waiting: AtomicUsize,
     limits: AdmissionLimits,
+    /// Permits not yet handed to the semaphore: while the pool is prepared in
+    /// the background, only as many instances as the starting pool holds may
+    /// live at once (the rest queue as overload does); [`Admission::open_fully`]
+    /// adds these once the full pool is ready.
+    held_back: AtomicUsize,
 }
 
 /// Held for as long as one instance lives.
@@ -60,10 +65,26 @@ pub use crate::host::instance::Permit;
 
 impl Admission {
     pub fn new(limits: AdmissionLimits) -> Self {
+        Self::starting_with(limits, limits.max_concurrent)
+    }
+
+    /// Admission that lets only `permits` instances live at once until
+    /// [`Admission::open_fully`].
+    pub fn starting_with(limits: AdmissionLimits, permits: usize) -> Self {
+        let permits = permits.clamp(1, limits.max_concurrent.max(1));
         Self {
-            permits: Arc::new(Semaphore::new(limits.max_concurrent)),
+            permits: Arc::new(Semaphore::new(permits)),
             waiting: AtomicUsize::new(0),
             limits,
+            held_back: AtomicUsize::new(limits.max_concurrent.saturating_sub(permits)),
+        }
+    }
+
+    /// Lets `max_concurrent` instances live at once from now on.
+    pub fn open_fully(&self) {
+        let held_back = self.held_back.swap(0, Ordering::AcqRel);
+        if held_back > 0 {
+            self.permits.add_permits(held_back);
         }
     }
 
@@ -101,7 +122,9 @@ impl Admission {
     /// Permits currently handed out.
     #[cfg(test)]
     pub fn in_use(&self) -> usize {
-        self.limits.max_concurrent - self.permits.available_permits()
+        self.limits.max_concurrent
+            - self.held_back.load(Ordering::Acquire)
+            - self.permits.available_permits()
     }
 }
 
@@ -139,6 +162,37 @@ mod tests {
             max_queued,
             queue_timeout: Duration::from_millis(ms),
         }
+    }
+
+    #[tokio::test]
+    async fn a_start_with_fewer_permits_queues_the_rest_until_opened_fully() {
+        let admission = Arc::new(Admission::starting_with(limits(3, 4, 5_000), 1));
+        let _a = admission.admit().await.unwrap();
+        // The starting pool is full: the next two wait in the queue...
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let admission = admission.clone();
+                tokio::spawn(async move { admission.admit().await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(admission.in_use(), 1);
+        // ...until the full pool is ready: both are then admitted, and the cap
+        // is the configured one.
+        admission.open_fully();
+        let mut permits = Vec::new();
+        for waiter in waiters {
+            permits.push(waiter.await.unwrap().unwrap());
+        }
+        assert_eq!(admission.in_use(), 3);
+        admission.open_fully();
+        assert_eq!(admission.in_use(), 3);
+        // A fourth waits: the cap is the configured 3, not 3 plus the held-back.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), admission.admit())
+                .await
+                .is_err()
+        );
     }
 
     #[tokio::test]
