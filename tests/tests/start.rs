@@ -5,7 +5,8 @@
 //! background. Counted with strace (system calls, not seconds), skipped with a
 //! message where strace is absent.
 
-use e2e::{Server, artifact, get, on_path, runner_args, workspace_root};
+use e2e::{GroupServer, Server, artifact, get, on_path, runner_args, workspace_root};
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -30,8 +31,14 @@ fn the_full_pool_is_set_up_after_listening_not_before() {
             &workspace_root().join("spin.toml"),
             &["--max-instances", &SLOTS.to_string()],
         ))
-        .args(["--listen", &addr.to_string()]);
-    let mut server = Server::start_command("spinbench-strace", command, addr);
+        .args(["--listen", &addr.to_string()])
+        // strace and spinbench in a group of their own, stopped together:
+        // killing strace alone would leave its tracee serving.
+        .process_group(0);
+    let group = GroupServer {
+        server: Server::start_command("spinbench-strace", command, addr),
+    };
+    let server = &group.server;
     assert_eq!(get(&server.url("/hello")).status, 200);
     // The full pool comes up in the background; the log says when.
     let start = Instant::now();
@@ -44,7 +51,8 @@ fn the_full_pool_is_set_up_after_listening_not_before() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(get(&server.url("/hello")).status, 200);
-    server.kill();
+    // SIGTERM to both; strace writes the rest of its trace as they exit.
+    drop(group);
 
     let calls = std::fs::read_to_string(&trace).expect("strace output");
     let _ = std::fs::remove_file(&trace);

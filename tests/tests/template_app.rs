@@ -1,8 +1,9 @@
 //! Any Spin HTTP app, served: a component written the way `spin new http-rust`
 //! writes it (tests/template-app), with the manifest keys a user's app has, is
 //! served by `spinbench serve -f <dir>` with its variable; the template's
-//! key-value example counts in Spin's default store; a component importing
-//! what the runner lacks is refused at start in one line; `compare -f` measures
+//! key-value example counts in Spin's default store; its LLM example starts
+//! and is denied its model; a component importing what the runner lacks is
+//! refused at start in one line; `compare -f` measures
 //! it against its native counterpart from its benchmark file.
 
 mod support;
@@ -91,11 +92,59 @@ fn the_template_key_value_app_counts_in_the_default_store() {
     assert!(state.path().join("sqlite_key_value.db").is_file());
 }
 
+/// `fermyon:spin/llm@2.0.0` is linked and denied, as `spin up` denies a model
+/// the manifest's `ai_models` does not list: the app starts and the call fails.
+#[test]
+fn the_template_llm_app_starts_and_its_model_is_denied() {
+    artifact("wasm32-wasip2/release/template_llm.wasm");
+    let args = serve_args("tests/template-app/llm");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start("template-llm", &artifact("release/spinbench"), &args);
+    let answer = get(&server.url("/"));
+    assert_eq!(answer.status, 500, "{}", answer.text());
+    // The guest's error reaches the log through the log queue: wait for it.
+    let denied = "The component does not have access to use 'llama2-chat'";
+    let start = Instant::now();
+    while !server.log().contains(denied) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The same component, its import renamed to a version no Spin serves (the
+/// name is the same length, so the binary stays valid).
+fn component_importing_llm_9(dir: &std::path::Path) -> std::path::PathBuf {
+    let wasm = std::fs::read(artifact("wasm32-wasip2/release/template_llm.wasm")).unwrap();
+    let (from, to) = (b"fermyon:spin/llm@2.0.0", b"fermyon:spin/llm@9.0.0");
+    let at = wasm
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("template_llm.wasm imports fermyon:spin/llm@2.0.0");
+    let mut renamed = wasm.clone();
+    renamed[at..at + to.len()].copy_from_slice(to);
+    let manifest = dir.join("spin.toml");
+    std::fs::write(dir.join("llm9.wasm"), renamed).unwrap();
+    std::fs::write(
+        &manifest,
+        "spin_manifest_version = 2\n[application]\nname = \"llm9\"\n\
+         [[trigger.http]]\nroute = \"/...\"\ncomponent = \"llm9\"\n\
+         [component.llm9]\nsource = \"llm9.wasm\"\n",
+    )
+    .unwrap();
+    manifest
+}
+
 #[test]
 fn a_component_importing_what_the_runner_lacks_is_refused_in_one_line() {
-    artifact("wasm32-wasip2/release/template_llm.wasm");
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = component_importing_llm_9(dir.path());
     let mut child = Command::new(artifact("release/spinbench"))
-        .args(serve_args("tests/template-app/llm"))
+        .args(["serve", "-f"])
+        .arg(&manifest)
         .args(["--listen", "127.0.0.1:0"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -126,7 +175,7 @@ fn a_component_importing_what_the_runner_lacks_is_refused_in_one_line() {
     assert_eq!(
         lines,
         [
-            "Error: component \"template-llm\" imports `fermyon:spin/llm@2.0.0`, \
+            "Error: component \"llm9\" imports `fermyon:spin/llm@9.0.0`, \
              which spinbench serve does not provide; `spin up` runs this app"
         ],
         "{stderr}"

@@ -111,3 +111,14 @@ fn key_value_and_sqlite_are_provided_under_spin_2_and_spin_4_names() {
     assert_eq!(group_of("spin:sqlite/sqlite@3.2.0"), None);
     assert_eq!(group_of("fermyon:spin/key-value"), None);
 }
+
+#[test]
+fn llm_is_linked_and_the_2023_wasi_http_candidates_are_not() {
+    assert_eq!(group_of("fermyon:spin/llm@2.0.0"), Some(Group::LlmV2));
+    for candidate in [
+        "wasi:http/types@0.2.0-rc-2023-10-18",
+        "wasi:http/types@0.2.0-rc-2023-11-10",
+    ] {
+        assert_eq!(group_of(candidate), None, "{candidate}");
+    }
+}

@@ -1,5 +1,5 @@
-// A template-style handler that asks an AI model (`fermyon:spin/llm@2.0.0`),
-// which spinbench serve does not provide (tests/tests/template_app.rs).
+// A template-style handler that asks an AI model (`fermyon:spin/llm@2.0.0`) its
+// manifest does not grant: denied, as `spin up` denies it (tests/tests/template_app.rs).
 #![cfg(target_arch = "wasm32")]
 
 use spin_sdk::http::{IntoResponse, Request, Response};
