@@ -551,6 +551,17 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
     body
 }
 
+/// The app directory `app` (from the workspace root), after checking that
+/// `make build` built its component `wasm` (a path inside `app`).
+pub fn built_app(app: &str, wasm: &str) -> PathBuf {
+    let dir = workspace_root().join(app);
+    assert!(
+        dir.join(wasm).exists(),
+        "{app}/{wasm} is not built: run `make build` first"
+    );
+    dir
+}
+
 /// The full path of `program` if it is on `PATH` (hosts this repository does not
 /// build: `spin`, `wasmtime`).
 pub fn on_path(program: &str) -> Option<PathBuf> {

@@ -13,12 +13,7 @@ const APP: &str = "tests/apps/key-value";
 const WASM: &str = "target/wasm32-wasip2/release/key_value_app.wasm";
 
 fn built_app() -> PathBuf {
-    let app = workspace_root().join(APP);
-    assert!(
-        app.join(WASM).exists(),
-        "{APP}/{WASM} is not built: run `make build` first"
-    );
-    app
+    e2e::built_app(APP, WASM)
 }
 
 /// `serve` with its state directory and a runtime config file defining `cache`

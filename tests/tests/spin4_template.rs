@@ -13,12 +13,7 @@ const APP: &str = "tests/apps/spin4-template";
 const WASM: &str = "target/wasm32-wasip2/release/spin4_template.wasm";
 
 fn built_app() -> PathBuf {
-    let app = workspace_root().join(APP);
-    assert!(
-        app.join(WASM).exists(),
-        "{APP}/{WASM} is not built: run `make build` first"
-    );
-    app
+    e2e::built_app(APP, WASM)
 }
 
 fn serve(app: &Path, env: &[(&str, &str)]) -> Server {
