@@ -329,8 +329,7 @@ class Services:
         return self._process(["mosquitto", "-c", str(config)], 1883, port, lambda: True)
 
     def _postgres(self, test):
-        bin_dir = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None) \
-            if Path("/usr/lib/postgresql").is_dir() else None
+        bin_dir = postgres_bin()
         if bin_dir is None:
             return "PostgreSQL not installed (Debian: apt-get install postgresql)"
         data = Path(tempfile.mkdtemp(prefix="pg-"))
@@ -351,7 +350,10 @@ class Services:
         if why:
             return why
         env = dict(os.environ, PGPASSWORD="postgres")
-        psql = [str(bin_dir / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
+        psql_program = bin_dir / "psql" if (bin_dir / "psql").is_file() else shutil.which("psql")
+        if psql_program is None:
+            return "psql not installed (Debian: apt-get install postgresql-client)"
+        psql = [str(psql_program), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
                 "-v", "ON_ERROR_STOP=1", "-q"]
         subprocess.run(psql + ["-c", "CREATE DATABASE spin_dev"], env=env, check=True,
                        capture_output=True)
@@ -405,6 +407,21 @@ class TcpEchoHandler(socketserver.BaseRequestHandler):
 class ThreadingTCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+
+def postgres_bin():
+    """The directory of PostgreSQL's programs: `initdb` on PATH (following a
+    symlink into Debian's versioned directory, where psql's server tools are),
+    else the newest /usr/lib/postgresql/*/bin."""
+    initdb = shutil.which("initdb")
+    if initdb:
+        bin_dir = Path(os.path.realpath(initdb)).parent
+        if (bin_dir / "postgres").is_file():
+            return bin_dir
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"),
+                      key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0) \
+        if Path("/usr/lib/postgresql").is_dir() else []
+    return versions[-1] if versions else None
 
 
 def free_port():

@@ -5,7 +5,7 @@
 
 use super::outbound_hosts::AllowedHosts;
 use super::runtime_config::RuntimeConfig;
-use super::{key_value, sqlite};
+use super::{key_value, postgres, sqlite};
 use crate::manifest::{Manifest, variables};
 use anyhow::{Result, anyhow};
 use std::collections::BTreeMap;
@@ -23,6 +23,8 @@ pub struct ComponentContext {
     /// What its manifest table grants beyond variables and environment.
     pub grants: Grants,
     pub services: Arc<AppServices>,
+    /// Its PostgreSQL connection pools, one per address (Spin pools per component).
+    pub postgres: postgres::Pools,
 }
 
 /// A component's `key_value_stores`, `sqlite_databases`, `ai_models` and
@@ -112,6 +114,7 @@ impl ComponentContext {
                         allowed_outbound_hosts,
                     },
                     services: services.clone(),
+                    postgres: postgres::Pools::default(),
                 };
                 Ok((id.to_string(), Arc::new(context)))
             })
@@ -130,6 +133,7 @@ impl ComponentContext {
             environment: Vec::new(),
             grants: Grants::default(),
             services: Arc::default(),
+            postgres: postgres::Pools::default(),
         }
     }
 }

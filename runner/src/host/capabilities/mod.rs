@@ -16,9 +16,10 @@ pub mod environment;
 pub mod key_value;
 pub mod llm;
 pub mod mqtt;
+pub mod mysql;
 pub mod outbound_hosts;
 pub mod outbound_http;
-pub mod rdbms;
+pub mod postgres;
 pub mod redis;
 pub mod runtime_config;
 pub mod sockets;
@@ -74,12 +75,13 @@ pub enum Group {
     MqttV2,
     /// `spin:mqtt/mqtt@3.0.0` (async).
     MqttV3,
-    /// `fermyon:spin/postgres@2.0.0`, `spin:postgres/postgres@3.0.0`, `@4.x`
-    /// (some functions async), `fermyon:spin/mysql@2.0.0`,
-    /// `spin:mysql/mysql@3.0.0` (async): linked, no database reached.
+    /// `fermyon:spin/postgres@2.0.0`, `spin:postgres/postgres@3.0.0`, `@4.2.0`
+    /// (its `-async` functions use the async ABI): served.
     PostgresV2,
     PostgresV3,
     PostgresV4,
+    /// `fermyon:spin/mysql@2.0.0`, `spin:mysql/mysql@3.0.0` (async): linked,
+    /// no database reached.
     MysqlV2,
     MysqlV3,
     /// `fermyon:spin/rdbms-types@2.0.0`, types only.
@@ -169,27 +171,27 @@ pub static INTERFACES: &[Interface] = &[
         group: Group::MqttV3,
     },
     Interface {
-        name: rdbms::POSTGRES_V2,
+        name: postgres::V2,
         group: Group::PostgresV2,
     },
     Interface {
-        name: rdbms::POSTGRES_V3,
+        name: postgres::V3,
         group: Group::PostgresV3,
     },
     Interface {
-        name: rdbms::POSTGRES_V4,
+        name: postgres::V4,
         group: Group::PostgresV4,
     },
     Interface {
-        name: rdbms::MYSQL_V2,
+        name: mysql::V2,
         group: Group::MysqlV2,
     },
     Interface {
-        name: rdbms::MYSQL_V3,
+        name: mysql::V3,
         group: Group::MysqlV3,
     },
     Interface {
-        name: rdbms::RDBMS_TYPES_V2,
+        name: mysql::RDBMS_TYPES_V2,
         group: Group::RdbmsTypesV2,
     },
     Interface {
@@ -244,12 +246,12 @@ where
             Group::RedisV3 => redis::link_v3(linker)?,
             Group::MqttV2 => mqtt::link_v2(linker)?,
             Group::MqttV3 => mqtt::link_v3(linker)?,
-            Group::PostgresV2 => rdbms::link_postgres_v2(linker)?,
-            Group::PostgresV3 => rdbms::link_postgres_v3(linker)?,
-            Group::PostgresV4 => rdbms::link_postgres_v4(linker)?,
-            Group::MysqlV2 => rdbms::link_mysql_v2(linker)?,
-            Group::MysqlV3 => rdbms::link_mysql_v3(linker)?,
-            Group::RdbmsTypesV2 => rdbms::link_rdbms_types_v2(linker)?,
+            Group::PostgresV2 => postgres::link_v2(linker)?,
+            Group::PostgresV3 => postgres::link_v3(linker)?,
+            Group::PostgresV4 => postgres::link_v4(linker)?,
+            Group::MysqlV2 => mysql::link_v2(linker)?,
+            Group::MysqlV3 => mysql::link_v3(linker)?,
+            Group::RdbmsTypesV2 => mysql::link_rdbms_types_v2(linker)?,
             Group::LlmV2 => llm::link_v2(linker)?,
         }
     }

@@ -1,12 +1,11 @@
-//! PostgreSQL (`fermyon:spin/postgres@2.0.0`, `spin:postgres/postgres@3.0.0`
-//! and `@4.x`) and MySQL (`fermyon:spin/mysql@2.0.0`, `spin:mysql/mysql@3.0.0`):
-//! linked, so that apps importing them start as under `spin up`, but no
-//! database is reached. `open` answers `error::connection-failed` with Spin's
-//! message for an address the component's `allowed_outbound_hosts` do not
-//! allow (spinframework/spin `crates/factor-outbound-pg/src/allowed_hosts.rs`,
-//! `crates/factor-outbound-mysql/src/host.rs`), and says that spinbench does
-//! not connect to the database for one they allow. No connection ever exists,
-//! so the connection methods cannot be reached; they trap if they are.
+//! MySQL (`fermyon:spin/mysql@2.0.0`, `spin:mysql/mysql@3.0.0`): linked, so
+//! that apps importing it start as under `spin up`, but no database is
+//! reached. `open` answers `error::connection-failed` with Spin's message for
+//! an address the component's `allowed_outbound_hosts` do not allow
+//! (spinframework/spin `crates/factor-outbound-mysql/src/host.rs`), and says
+//! that spinbench does not connect to MySQL for one they allow. No connection
+//! ever exists, so the connection methods cannot be reached; they trap if they
+//! are. (PostgreSQL is served: [`super::postgres`].)
 //!
 //! The functions are defined with dynamic types (`func_new`): only `open`'s
 //! result is built, and it has the same shape in every version.
@@ -16,43 +15,23 @@ use super::outbound_hosts::AllowedHosts;
 use anyhow::Result;
 use wasmtime::component::{Accessor, Linker, ResourceType, Val};
 
-pub const POSTGRES_V2: &str = "fermyon:spin/postgres@2.0.0";
-pub const POSTGRES_V3: &str = "spin:postgres/postgres@3.0.0";
-pub const POSTGRES_V4: &str = "spin:postgres/postgres@4.2.0";
-pub const MYSQL_V2: &str = "fermyon:spin/mysql@2.0.0";
-pub const MYSQL_V3: &str = "spin:mysql/mysql@3.0.0";
+pub const V2: &str = "fermyon:spin/mysql@2.0.0";
+pub const V3: &str = "spin:mysql/mysql@3.0.0";
 /// The types both 2.0.0 interfaces use: an interface of types only.
 pub const RDBMS_TYPES_V2: &str = "fermyon:spin/rdbms-types@2.0.0";
 
-/// The host side of `connection` and `connection-builder`, never made.
+/// The host side of `connection`, never made.
 struct Never;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Database {
-    Postgres,
-    Mysql,
-}
-
 /// What `open(address)` answers: Spin's refusal, or that spinbench does not
-/// connect to databases.
-fn refusal(database: Database, allowed: &AllowedHosts, address: &str) -> String {
-    let (scheme, name) = match database {
-        Database::Postgres => ("postgres", "PostgreSQL"),
-        Database::Mysql => ("mysql", "MySQL"),
-    };
-    if allowed.allows_url(address, scheme) {
+/// connect to MySQL.
+fn refusal(allowed: &AllowedHosts, address: &str) -> String {
+    if allowed.allows_url(address, "mysql") {
         return format!(
-            "spinbench serve does not connect to {name} (address {address} is allowed; `spin up` connects)"
+            "spinbench serve does not connect to MySQL (address {address} is allowed; `spin up` connects)"
         );
     }
-    match database {
-        // Spin names the host and port it checked.
-        Database::Postgres => match AllowedHosts::authority(address, scheme) {
-            Some(authority) => format!("address postgres://{authority} is not permitted"),
-            None => format!("address {address} is not permitted"),
-        },
-        Database::Mysql => format!("address {address} is not permitted"),
-    }
+    format!("address {address} is not permitted")
 }
 
 fn connection_failed(message: String) -> Val {
@@ -87,17 +66,14 @@ fn unreachable(name: &str, function: &str) -> wasmtime::Error {
 fn link<T: HostState>(
     linker: &mut Linker<T>,
     name: &'static str,
-    database: Database,
     functions: &Functions<'static>,
 ) -> Result<()> {
     let mut instance = linker.instance(name)?;
-    for resource in ["connection", "connection-builder"] {
-        instance.resource(resource, ResourceType::host::<Never>(), |_, _| Ok(()))?;
-    }
+    instance.resource("connection", ResourceType::host::<Never>(), |_, _| Ok(()))?;
     for open in functions.open {
         instance.func_new(open, move |store, _, params, results| {
             let allowed = &store.data().context().grants.allowed_outbound_hosts;
-            results[0] = connection_failed(refusal(database, allowed, &address_of(params)));
+            results[0] = connection_failed(refusal(allowed, &address_of(params)));
             Ok(())
         })?;
     }
@@ -106,7 +82,7 @@ fn link<T: HostState>(
             Box::pin(async move {
                 let message = accessor.with(|mut access| {
                     let allowed = &access.get().context().grants.allowed_outbound_hosts;
-                    refusal(database, allowed, &address_of(params))
+                    refusal(allowed, &address_of(params))
                 });
                 results[0] = connection_failed(message);
                 Ok(())
@@ -127,67 +103,24 @@ fn link<T: HostState>(
 const OPEN: &[&str] = &["[static]connection.open"];
 const METHODS: &[&str] = &["[method]connection.query", "[method]connection.execute"];
 
-pub fn link_postgres_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
+pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     let functions = Functions {
         open: OPEN,
         open_async: &[],
         others: METHODS,
         others_async: &[],
     };
-    link(linker, POSTGRES_V2, Database::Postgres, &functions)
+    link(linker, V2, &functions)
 }
 
-pub fn link_postgres_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
-    let functions = Functions {
-        open: OPEN,
-        open_async: &[],
-        others: METHODS,
-        others_async: &[],
-    };
-    link(linker, POSTGRES_V3, Database::Postgres, &functions)
-}
-
-/// 4.2.0, which also serves imports of 4.0.0 and 4.1.0 (extra functions are
-/// harmless to them). A connection builder cannot be made here (its
-/// constructor has no error to answer with), so it traps.
-pub fn link_postgres_v4<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
-    let functions = Functions {
-        open: OPEN,
-        open_async: &["[static]connection.open-async"],
-        others: &[
-            "[method]connection.query",
-            "[method]connection.execute",
-            "[constructor]connection-builder",
-            "[method]connection-builder.set-ca-root",
-            "[method]connection-builder.build",
-        ],
-        others_async: &[
-            "[method]connection.query-async",
-            "[method]connection.execute-async",
-            "[method]connection-builder.build-async",
-        ],
-    };
-    link(linker, POSTGRES_V4, Database::Postgres, &functions)
-}
-
-pub fn link_mysql_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
-    let functions = Functions {
-        open: OPEN,
-        open_async: &[],
-        others: METHODS,
-        others_async: &[],
-    };
-    link(linker, MYSQL_V2, Database::Mysql, &functions)
-}
-
-pub fn link_mysql_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
+pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     let functions = Functions {
         open: &[],
         open_async: OPEN,
         others: &[],
         others_async: METHODS,
     };
-    link(linker, MYSQL_V3, Database::Mysql, &functions)
+    link(linker, V3, &functions)
 }
 
 /// `fermyon:spin/rdbms-types@2.0.0` has no functions or resources: an empty
@@ -205,19 +138,11 @@ mod tests {
     fn open_is_refused_with_spin_s_messages() {
         let none = AllowedHosts::default();
         assert_eq!(
-            refusal(
-                Database::Postgres,
-                &none,
-                "postgres://user:pw@db.local:5433/app"
-            ),
-            "address postgres://db.local:5433 is not permitted"
-        );
-        assert_eq!(
-            refusal(Database::Mysql, &none, "mysql://root@127.0.0.1/app"),
+            refusal(&none, "mysql://root@127.0.0.1/app"),
             "address mysql://root@127.0.0.1/app is not permitted"
         );
-        let allowed = AllowedHosts::of(&["postgres://db.local:5433"]);
-        let message = refusal(Database::Postgres, &allowed, "postgres://db.local:5433/app");
+        let allowed = AllowedHosts::of(&["mysql://db.local"]);
+        let message = refusal(&allowed, "mysql://root@db.local/app");
         assert!(message.contains("does not connect"), "{message}");
     }
 }

@@ -136,16 +136,6 @@ impl AllowedHosts {
         self.allows(&scheme, &host, port)
     }
 
-    /// `host[:port]` of an address a guest gave, as [`AllowedHosts::allows_url`]
-    /// reads it (how Spin names a refused PostgreSQL address).
-    pub fn authority(address: &str, scheme: &str) -> Option<String> {
-        let (_, host, port) = parse_address(address, scheme)?;
-        Some(match port {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_string(),
-        })
-    }
-
     /// Whether requests to the app itself under any of `schemes` are allowed.
     pub fn allows_self(&self, schemes: &[&str]) -> bool {
         self.entries.iter().any(|entry| {

@@ -44,7 +44,8 @@ fn failed(error: impl std::fmt::Debug) -> String {
 fn v2(report: &mut Vec<String>) -> Step {
     use spin_sdk::pg::{Connection, ParameterValue as P};
     let db = Connection::open(&variable("address")?).map_err(failed)?;
-    db.execute("DROP TABLE IF EXISTS v2_items", &[]).map_err(failed)?;
+    db.execute("DROP TABLE IF EXISTS v2_items", &[])
+        .map_err(failed)?;
     db.execute(
         "CREATE TABLE v2_items (id int4 PRIMARY KEY, flag bool, small int2, big int8, \
          ratio float8, share float4, name text, data bytea, code varchar(8))",
@@ -72,7 +73,10 @@ fn v2(report: &mut Vec<String>) -> Step {
     let unsigned = db.execute("INSERT INTO v2_items (id) VALUES ($1)", &[P::Uint32(3)]);
     report.push(format!("unsigned: {unsigned:?}"));
     let set = db
-        .query("SELECT * FROM v2_items WHERE id >= $1 ORDER BY id", &[P::Int32(1)])
+        .query(
+            "SELECT * FROM v2_items WHERE id >= $1 ORDER BY id",
+            &[P::Int32(1)],
+        )
         .map_err(failed)?;
     let columns: Vec<String> = set
         .columns
@@ -91,7 +95,8 @@ fn v2(report: &mut Vec<String>) -> Step {
 fn v3(report: &mut Vec<String>) -> Step {
     use spin_sdk::pg3::{Connection, ParameterValue as P};
     let db = Connection::open(&variable("url")?).map_err(failed)?;
-    db.execute("DROP TABLE IF EXISTS v3_times", &[]).map_err(failed)?;
+    db.execute("DROP TABLE IF EXISTS v3_times", &[])
+        .map_err(failed)?;
     db.execute(
         "CREATE TABLE v3_times (day date, at time, local timestamp, instant timestamptz, tag uuid)",
         &[],
@@ -129,7 +134,8 @@ fn v3(report: &mut Vec<String>) -> Step {
 fn v4(report: &mut Vec<String>) -> Step {
     use spin_sdk::pg4::{Connection, Interval, ParameterValue as P, RangeBoundKind as K};
     let db = Connection::open(&variable("address")?).map_err(failed)?;
-    db.execute("DROP TABLE IF EXISTS v4_kinds", &[]).map_err(failed)?;
+    db.execute("DROP TABLE IF EXISTS v4_kinds", &[])
+        .map_err(failed)?;
     db.execute(
         "CREATE TABLE v4_kinds (id serial PRIMARY KEY, tag uuid, doc jsonb, amount numeric, \
          r4 int4range, r8 int8range, rn numrange, a4 int4[], a8 int8[], an numeric[], \
@@ -168,11 +174,8 @@ fn v4(report: &mut Vec<String>) -> Step {
         &[],
     )
     .map_err(failed)?;
-    db.execute(
-        "INSERT INTO v4_kinds (tag) VALUES ($1)",
-        &[P::DbNull],
-    )
-    .map_err(failed)?;
+    db.execute("INSERT INTO v4_kinds (tag) VALUES ($1)", &[P::DbNull])
+        .map_err(failed)?;
     let set = db
         .query("SELECT * FROM v4_kinds ORDER BY id", &[])
         .map_err(failed)?;
@@ -185,7 +188,10 @@ fn v4(report: &mut Vec<String>) -> Step {
     for row in &set.rows {
         report.push(format!("row: {row:?}"));
     }
-    let bad = db.execute("INSERT INTO v4_kinds (tag) VALUES ($1)", &[P::Uuid("nope".into())]);
+    let bad = db.execute(
+        "INSERT INTO v4_kinds (tag) VALUES ($1)",
+        &[P::Uuid("nope".into())],
+    );
     report.push(format!("bad uuid: {bad:?}"));
     let wrong_type = db.query("SELECT $1::int2", &[P::Int64(1)]);
     report.push(format!("wrong type: {}", wrong_type.is_err()));

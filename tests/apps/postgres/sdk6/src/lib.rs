@@ -51,7 +51,9 @@ async fn open() -> Result<Connection, String> {
 
 async fn streamed(report: &mut Vec<String>) -> Result<(), String> {
     let db = open().await?;
-    db.execute("DROP TABLE IF EXISTS v4_async", NONE).await.map_err(failed)?;
+    db.execute("DROP TABLE IF EXISTS v4_async", NONE)
+        .await
+        .map_err(failed)?;
     db.execute(
         "CREATE TABLE v4_async (n int8 PRIMARY KEY, label text, amount numeric)",
         [],
@@ -63,14 +65,21 @@ async fn streamed(report: &mut Vec<String>) -> Result<(), String> {
         total += db
             .execute(
                 "INSERT INTO v4_async VALUES ($1, $2, $3)",
-                [P::Int64(n), P::Str(format!("row {n}")), P::Decimal(format!("{n}.5"))],
+                [
+                    P::Int64(n),
+                    P::Str(format!("row {n}")),
+                    P::Decimal(format!("{n}.5")),
+                ],
             )
             .await
             .map_err(failed)?;
     }
     report.push(format!("inserted: {total}"));
     let mut result = db
-        .query("SELECT n, label, amount FROM v4_async WHERE n > $1 ORDER BY n", [P::Int64(2)])
+        .query(
+            "SELECT n, label, amount FROM v4_async WHERE n > $1 ORDER BY n",
+            [P::Int64(2)],
+        )
         .await
         .map_err(failed)?;
     let columns: Vec<String> = result
@@ -88,7 +97,10 @@ async fn streamed(report: &mut Vec<String>) -> Result<(), String> {
         .await
         .map_err(failed)?;
     report.push(format!("empty columns: {}", empty.columns().len()));
-    report.push(format!("empty rows: {}", empty.collect().await.map_err(failed)?.len()));
+    report.push(format!(
+        "empty rows: {}",
+        empty.collect().await.map_err(failed)?.len()
+    ));
     // Fails at its third row (10 / 0): the rows before, then the error.
     let mut partial = db
         .query("SELECT 10 / (3 - n) FROM generate_series(1, 5) AS n", NONE)
@@ -115,7 +127,9 @@ async fn builder(report: &mut Vec<String>) -> Result<(), String> {
     let with_root = Connection::open_with_options(
         &address,
         OpenOptions {
-            ca_root: Some(spin_sdk::pg::Certificate::Text("-----BEGIN CERTIFICATE-----".into())),
+            ca_root: Some(spin_sdk::pg::Certificate::Text(
+                "-----BEGIN CERTIFICATE-----".into(),
+            )),
         },
     )
     .await;
@@ -123,7 +137,10 @@ async fn builder(report: &mut Vec<String>) -> Result<(), String> {
     let db = Connection::open_with_options(&address, OpenOptions::default())
         .await
         .map_err(failed)?;
-    let mut result = db.query("SELECT 40 + 2 AS answer", NONE).await.map_err(failed)?;
+    let mut result = db
+        .query("SELECT 40 + 2 AS answer", NONE)
+        .await
+        .map_err(failed)?;
     let row = result.rows().next().await;
     report.push(format!("built: {row:?}"));
     Ok(())
@@ -132,9 +149,9 @@ async fn builder(report: &mut Vec<String>) -> Result<(), String> {
 async fn structured_error(report: &mut Vec<String>) -> Result<(), String> {
     let db = open().await?;
     match db.execute("DELETE FROM no_such_table", NONE).await {
-        Err(spin_sdk::pg::Error::PgError(PgError::QueryFailed(spin_sdk::pg::QueryError::DbError(
-            error,
-        )))) => {
+        Err(spin_sdk::pg::Error::PgError(PgError::QueryFailed(
+            spin_sdk::pg::QueryError::DbError(error),
+        ))) => {
             report.push(format!("code: {}", error.code));
             report.push(format!("severity: {}", error.severity));
             report.push(format!("message: {}", error.message));

@@ -1,0 +1,312 @@
+//! Outbound PostgreSQL, as Spin 4 serves it (spinframework/spin
+//! `crates/factor-outbound-pg`, read at 94a8fc8a): `fermyon:spin/postgres@2.0.0`
+//! (spin-sdk 2 to 5), `spin:postgres/postgres@3.0.0`, and
+//! `spin:postgres/postgres@4.2.0` (its sync functions serve 4.0.0 and 4.1.0
+//! imports too; spin-sdk 6 uses its `-async` ones). One implementation, in
+//! 4.2.0's types ([`types`]); the older versions convert ([`older`]).
+//!
+//! `open(address)` takes a connection string in either of PostgreSQL's forms
+//! (`postgres://user:pw@host:port/db?...` or `host=... port=... dbname=...`),
+//! parsed by tokio-postgres. Each host it names (and each `hostaddr`, which is
+//! what tokio-postgres dials; Spin does not check those) must be allowed by the
+//! component's `allowed_outbound_hosts` as `postgres://host:port`, else
+//! `connection-failed("address postgres://host:port is not permitted")`, as
+//! Spin answers. An allowed address gets a client from the component's pool
+//! for that address (deadpool, up to 64 connections, cleaned between uses, as
+//! Spin pools them), held until the guest drops the connection.
+//!
+//! No TLS: connections are plain TCP (tokio-postgres's `NoTls`), so an
+//! address with `sslmode=require` fails to connect, and 4.1's
+//! `connection-builder.set-ca-root` answers `other`.
+
+use super::outbound_hosts::AllowedHosts;
+use super::{ComponentContext, HostState};
+use anyhow::Result;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio_postgres::config::Host;
+use wasmtime::component::Resource;
+
+mod convert;
+mod link;
+mod older;
+pub mod types;
+
+pub use link::{link_v2, link_v3, link_v4};
+use types::{DbError, Error, ParameterValue, QueryError, RowSet};
+
+pub const V2: &str = "fermyon:spin/postgres@2.0.0";
+pub const V3: &str = "spin:postgres/postgres@3.0.0";
+pub const V4: &str = "spin:postgres/postgres@4.2.0";
+
+/// The most connections one address's pool holds (Spin's `CONNECTION_POOL_SIZE`).
+const POOL_SIZE: usize = 64;
+/// The most addresses a component keeps a pool for (Spin's cache capacity).
+const POOLS: usize = 16;
+/// The most a query may return, as Spin caps it (`MAX_HOST_BUFFERED_BYTES`).
+const MAX_RESULT_BYTES: usize = super::sqlite::MAX_RESULT_BYTES;
+
+/// One component's connection pools, by address.
+#[derive(Default)]
+pub struct Pools(Mutex<HashMap<String, deadpool_postgres::Pool>>);
+
+impl std::fmt::Debug for Pools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = self.0.lock().map_or(0, |pools| pools.len());
+        write!(f, "Pools({count} addresses)")
+    }
+}
+
+impl Pools {
+    fn pool(&self, address: &str, config: tokio_postgres::Config) -> deadpool_postgres::Pool {
+        let mut pools = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(pool) = pools.get(address) {
+            return pool.clone();
+        }
+        if pools.len() >= POOLS {
+            // Spin's cache evicts too; a pool still in use lives on in its clients.
+            pools.clear();
+        }
+        let manager = deadpool_postgres::Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Clean,
+            },
+        );
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .build()
+            .expect("a pool without timeouts needs no runtime");
+        pools.insert(address.to_string(), pool.clone());
+        pool
+    }
+}
+
+/// An open connection: a client of the pool, back in it when dropped.
+#[derive(Clone)]
+pub struct Connection(Arc<deadpool_postgres::Object>);
+
+/// 4.1's `connection-builder`: an address waiting to be opened.
+pub struct Builder(String);
+
+/// Checks `address` against the allow-list as Spin does, and parses it.
+pub fn check_address(
+    allowed: &AllowedHosts,
+    address: &str,
+) -> Result<tokio_postgres::Config, Error> {
+    let config: tokio_postgres::Config = address
+        .parse()
+        .map_err(|error: tokio_postgres::Error| Error::ConnectionFailed(error.to_string()))?;
+    let ports = config.get_ports();
+    // The port of the `index`th host: its own, or the only one given.
+    let port = |index: usize| {
+        ports
+            .get(index)
+            .or(if ports.len() == 1 {
+                ports.first()
+            } else {
+                None
+            })
+            .map(|port| format!(":{port}"))
+            .unwrap_or_default()
+    };
+    let check = |host: String, index: usize| {
+        let authority = format!("{host}{}", port(index));
+        if allowed.allows_url(&authority, "postgres") {
+            Ok(())
+        } else {
+            Err(Error::ConnectionFailed(format!(
+                "address postgres://{authority} is not permitted"
+            )))
+        }
+    };
+    for (index, host) in config.get_hosts().iter().enumerate() {
+        match host {
+            Host::Tcp(name) if name.contains(':') => check(format!("[{name}]"), index)?,
+            Host::Tcp(name) => check(name.clone(), index)?,
+            Host::Unix(_) => {
+                return Err(Error::ConnectionFailed(
+                    "Unix sockets are not supported on WebAssembly".to_string(),
+                ));
+            }
+        }
+    }
+    for (index, ip) in config.get_hostaddrs().iter().enumerate() {
+        let host = match ip {
+            std::net::IpAddr::V4(ip) => ip.to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        check(host, index)?;
+    }
+    Ok(config)
+}
+
+impl ComponentContext {
+    /// The first half of `open(address)`: Spin's checks, then the pool of
+    /// the address (no connection made yet).
+    pub fn postgres_pool(&self, address: &str) -> Result<deadpool_postgres::Pool, Error> {
+        let config = check_address(&self.grants.allowed_outbound_hosts, address)?;
+        Ok(self.postgres.pool(address, config))
+    }
+}
+
+/// The second half of `open`: a client of `pool`, connected if need be.
+pub async fn connect(pool: &deadpool_postgres::Pool) -> Result<Connection, Error> {
+    let client = pool
+        .get()
+        .await
+        .map_err(|error| Error::ConnectionFailed(format!("{error:?}")))?;
+    Ok(Connection(Arc::new(client)))
+}
+
+/// Spin's `query-failed`: the error's debug text, and PostgreSQL's fields when
+/// the server reported it.
+fn query_failed(error: &tokio_postgres::Error) -> Error {
+    let as_text = format!("{error:?}");
+    Error::QueryFailed(match error.as_db_error() {
+        None => QueryError::Text(as_text),
+        Some(db) => {
+            let mut extras = Vec::new();
+            let mut extra = |name: &str, value: Option<String>| {
+                if let Some(value) = value {
+                    extras.push((name.to_string(), value));
+                }
+            };
+            extra("column", db.column().map(str::to_string));
+            extra("constraint", db.constraint().map(str::to_string));
+            extra("routine", db.routine().map(str::to_string));
+            extra("hint", db.hint().map(str::to_string));
+            extra("table", db.table().map(str::to_string));
+            extra("datatype", db.datatype().map(str::to_string));
+            extra("schema", db.schema().map(str::to_string));
+            extra("file", db.file().map(str::to_string));
+            extra("line", db.line().as_ref().map(ToString::to_string));
+            extra("where_", db.where_().map(str::to_string));
+            QueryError::DbError(DbError {
+                as_text,
+                severity: db.severity().to_string(),
+                code: db.code().code().to_string(),
+                message: db.message().to_string(),
+                detail: db.detail().map(str::to_string),
+                extras,
+            })
+        }
+    })
+}
+
+fn parameters(
+    params: Vec<ParameterValue>,
+    error: fn(String) -> Error,
+) -> Result<Vec<convert::Parameter>, Error> {
+    params
+        .into_iter()
+        .map(|param| convert::parameter(param).map_err(|e| error(format!("{e:?}"))))
+        .collect()
+}
+
+/// A query's rows, read until the end or the first error.
+pub struct Rows {
+    pub columns: Vec<types::Column>,
+    pub rows: Vec<Vec<types::DbValue>>,
+    /// Why the rows stopped before the end.
+    pub error: Option<Error>,
+}
+
+impl Connection {
+    pub async fn execute(
+        &self,
+        statement: &str,
+        params: Vec<ParameterValue>,
+    ) -> Result<u64, Error> {
+        // Spin reports a parameter it cannot convert here as a conversion failure.
+        let params = parameters(params, Error::ValueConversionFailed)?;
+        self.0
+            .execute_raw(statement, params)
+            .await
+            .map_err(|error| query_failed(&error))
+    }
+
+    /// Runs `statement`: an error before the first row is the call's error;
+    /// one after it ends [`Rows`] (the async query's future carries it).
+    pub async fn query_rows(
+        &self,
+        statement: &str,
+        params: Vec<ParameterValue>,
+    ) -> Result<Rows, Error> {
+        use futures::StreamExt;
+        let params = parameters(params, Error::BadParameter)?;
+        let prepared = self
+            .0
+            .prepare(statement)
+            .await
+            .map_err(|e| query_failed(&e))?;
+        let columns = convert::columns(prepared.columns());
+        let stream = self
+            .0
+            .query_raw(&prepared, params)
+            .await
+            .map_err(|e| query_failed(&e))?;
+        let mut stream = std::pin::pin!(stream);
+        let mut rows = Vec::new();
+        let mut bytes = size_of::<RowSet>();
+        let mut error = None;
+        while let Some(row) = stream.next().await {
+            let values = match row {
+                Ok(row) => convert::row(&row)
+                    .map_err(|e| Error::QueryFailed(QueryError::Text(format!("{e:?}")))),
+                Err(e) => Err(query_failed(&e)),
+            };
+            let values = match values {
+                Ok(values) => values,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            };
+            bytes += values.iter().map(convert::size).sum::<usize>();
+            if bytes > MAX_RESULT_BYTES {
+                error = Some(Error::QueryFailed(QueryError::Text(format!(
+                    "query result exceeds limit of {MAX_RESULT_BYTES} bytes"
+                ))));
+                break;
+            }
+            rows.push(values);
+        }
+        Ok(Rows {
+            columns,
+            rows,
+            error,
+        })
+    }
+
+    /// `query`: every row, or the first error.
+    pub async fn query(
+        &self,
+        statement: &str,
+        params: Vec<ParameterValue>,
+    ) -> Result<RowSet, Error> {
+        let rows = self.query_rows(statement, params).await?;
+        match rows.error {
+            Some(error) => Err(error),
+            None => Ok(RowSet {
+                columns: rows.columns,
+                rows: rows.rows,
+            }),
+        }
+    }
+}
+
+/// The connection behind a handle, cloned out of the store's table.
+fn connection<T: HostState>(
+    state: &mut T,
+    handle: &Resource<Connection>,
+) -> wasmtime::Result<Connection> {
+    Ok(state.table().get(handle)?.clone())
+}
+
+#[cfg(test)]
+mod tests;

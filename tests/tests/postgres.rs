@@ -1,0 +1,410 @@
+//! Outbound PostgreSQL as `spin up` serves it, against a real PostgreSQL this
+//! test starts on 127.0.0.1 (a fresh cluster in a temporary directory, password
+//! authentication): tests/apps/postgres calls every interface version,
+//! `fermyon:spin/postgres@2.0.0` and `spin:postgres/postgres@3.0.0` and `@4.0.0`
+//! (spin-sdk 5, sync) and `@4.2.0`'s async functions (spin-sdk 6), with DDL,
+//! parameters of each type family, values PostgreSQL wrote, NULLs, errors, and
+//! addresses the manifest does not allow. Skipped with a message when
+//! PostgreSQL's `initdb` and `pg_ctl` are not installed.
+
+use e2e::{Server, artifact, get, workspace_root};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const APP: &str = "tests/apps/postgres";
+const WASM: [&str; 2] = [
+    "target/wasm32-wasip2/release/postgres_sdk5.wasm",
+    "target/wasm32-wasip2/release/postgres_sdk6.wasm",
+];
+
+/// Where `initdb` and `pg_ctl` are: on `PATH`, or Debian's versioned directory.
+fn postgres_bin() -> Option<PathBuf> {
+    if let Some(initdb) = e2e::on_path("initdb") {
+        let dir = std::fs::canonicalize(initdb).ok()?.parent()?.to_path_buf();
+        if dir.join("pg_ctl").is_file() {
+            return Some(dir);
+        }
+    }
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path().join("bin"))
+        .filter(|bin| bin.join("initdb").is_file() && bin.join("pg_ctl").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+/// A PostgreSQL cluster on 127.0.0.1:`port`, user and password `postgres`,
+/// stopped (immediately) and deleted when dropped.
+struct Postgres {
+    bin: PathBuf,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Postgres {
+    fn start() -> Option<Postgres> {
+        let Some(bin) = postgres_bin() else {
+            eprintln!("skipped: PostgreSQL not installed (Debian: apt-get install postgresql)");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        // PostgreSQL refuses to run as root: as root, the cluster is the `postgres` user's.
+        if is_root() {
+            let owned = Command::new("chown")
+                .args(["-R", "postgres"])
+                .arg(dir.path())
+                .status()
+                .unwrap();
+            assert!(owned.success(), "chown to the postgres user");
+        }
+        std::fs::write(dir.path().join("password"), "postgres\n").unwrap();
+        let port = Server::free_addr().port();
+        let postgres = Postgres { bin, dir, port };
+        let data = postgres.data();
+        let password = postgres.dir.path().join("password");
+        postgres.run(
+            "initdb",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-U",
+                "postgres",
+                "--auth=md5",
+                "--pwfile",
+                password.to_str().unwrap(),
+            ],
+        );
+        let options = format!(
+            "-p {port} -h 127.0.0.1 -k {}",
+            postgres.dir.path().display()
+        );
+        let log = postgres.dir.path().join("log");
+        postgres.run(
+            "pg_ctl",
+            &[
+                "start",
+                "-w",
+                "-t",
+                "60",
+                "-D",
+                data.to_str().unwrap(),
+                "-l",
+                log.to_str().unwrap(),
+                "-o",
+                &options,
+            ],
+        );
+        Some(postgres)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Runs one of PostgreSQL's programs (as the `postgres` user under root).
+    fn run(&self, program: &str, args: &[&str]) {
+        let program = self.bin.join(program);
+        let mut command = if is_root() {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(&program);
+            command
+        } else {
+            Command::new(&program)
+        };
+        let output = command.args(args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{} {args:?}: {}{}",
+            program.display(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.data();
+        self.run(
+            "pg_ctl",
+            &["stop", "-m", "immediate", "-D", data.to_str().unwrap()],
+        );
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| output.stdout.starts_with(b"0\n"))
+}
+
+fn serve(postgres: &Postgres, state: &Path) -> Server {
+    for wasm in WASM {
+        e2e::built_app(APP, wasm);
+    }
+    let app = workspace_root().join(APP);
+    let cache = workspace_root().join("target/e2e-cache");
+    let args = [
+        "serve",
+        "-f",
+        app.to_str().unwrap(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    let port = postgres.port.to_string();
+    Server::start_configured(
+        "postgres",
+        &artifact("release/spinbench"),
+        &args,
+        |command, addr| {
+            command
+                .arg("--listen")
+                .arg(addr.to_string())
+                .env("SPIN_VARIABLE_PG_PORT", &port);
+        },
+    )
+}
+
+/// The report of `path`, its lines.
+fn report(server: &Server, path: &str) -> Vec<String> {
+    let answer = get(&server.url(path));
+    assert_eq!(answer.status, 200, "{path}: {}", answer.text());
+    let text = answer.text();
+    assert!(!text.contains("failed:"), "{path}:\n{text}");
+    text.lines().map(str::to_string).collect()
+}
+
+/// The line of `report` that starts with `step:`.
+fn step<'a>(report: &'a [String], step: &str) -> &'a str {
+    report
+        .iter()
+        .find(|line| line.starts_with(&format!("{step}:")))
+        .unwrap_or_else(|| panic!("no {step:?} in {report:#?}"))
+}
+
+fn assert_has(line: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(line.contains(part), "{part:?} not in {line}");
+    }
+}
+
+#[test]
+fn every_interface_version_reads_and_writes_a_real_database() {
+    let Some(postgres) = Postgres::start() else {
+        return;
+    };
+    let state = tempfile::tempdir().unwrap();
+    let server = serve(&postgres, state.path());
+
+    // fermyon:spin/postgres@2.0.0.
+    let v2 = report(&server, "/v2");
+    assert_eq!(step(&v2, "inserted"), "inserted: 2");
+    assert_has(
+        step(&v2, "unsigned"),
+        &[
+            "ValueConversionFailed",
+            "Postgres does not support unsigned integers",
+        ],
+    );
+    assert_has(
+        step(&v2, "columns"),
+        &[
+            "id=", "Int32", "flag=", "Boolean", "big=", "Int64", "data=", "Binary", "code=",
+        ],
+    );
+    let rows: Vec<&String> = v2.iter().filter(|l| l.starts_with("row:")).collect();
+    assert_eq!(rows.len(), 2, "{v2:#?}");
+    assert_has(
+        rows[0],
+        &[
+            "Int32(1)",
+            "Boolean(true)",
+            "Int16(-3)",
+            "Int64(1099511627776)",
+            "Floating64(0.25)",
+            "Floating32(1.5)",
+            "Str(\"ada\")",
+            "Binary([0, 1, 255])",
+            "DbNull",
+        ],
+    );
+    assert_eq!(rows[1].matches("DbNull").count(), 8, "{}", rows[1]);
+    assert_has(
+        step(&v2, "missing table"),
+        &["QueryFailed", "no_such_table", "does not exist"],
+    );
+
+    // spin:postgres/postgres@3.0.0, opened with a URL.
+    let v3 = report(&server, "/v3");
+    assert_eq!(step(&v3, "inserted"), "inserted: 2");
+    assert_has(
+        step(&v3, "columns"),
+        &[
+            "day=", "Date", "at=", "Time", "local=", "Datetime", "tag=", "Other",
+        ],
+    );
+    let rows: Vec<&String> = v3.iter().filter(|l| l.starts_with("row:")).collect();
+    assert_has(
+        rows[0],
+        &[
+            "Date((2024, 2, 29))",
+            "Time((23, 59, 58, 5000))",
+            "Datetime((1999, 12, 31, 23, 59, 59, 0))",
+            // `timestamp(86400)` is seconds since the epoch, in UTC.
+            "Datetime((1970, 1, 2, 0, 0, 0, 0))",
+            "DbNull",
+        ],
+    );
+    assert_has(
+        rows[1],
+        &[
+            "Date((2525, 12, 25))",
+            "Time((4, 5, 6, 789000000))",
+            "Datetime((1989, 11, 24, 1, 2, 3, 0))",
+            "Datetime((1999, 12, 31, 22, 0, 0, 0))",
+            // uuid has no case in 3.0.0.
+            "Unsupported",
+        ],
+    );
+
+    // spin:postgres/postgres@4.0.0, sync.
+    let v4 = report(&server, "/v4");
+    assert_eq!(step(&v4, "inserted"), "inserted: 1");
+    assert_has(
+        step(&v4, "columns"),
+        &[
+            "tag=",
+            "Uuid",
+            "doc=",
+            "Jsonb",
+            "amount=",
+            "Decimal",
+            "r4=",
+            "RangeInt32",
+            "r8=",
+            "RangeInt64",
+            "rn=",
+            "RangeDecimal",
+            "a4=",
+            "ArrayInt32",
+            "a8=",
+            "ArrayInt64",
+            "an=",
+            "ArrayDecimal",
+            "astr=",
+            "ArrayStr",
+            "span=",
+            "Interval",
+            "addr=",
+            "Other(\"inet\")",
+        ],
+    );
+    let rows: Vec<&String> = v4.iter().filter(|l| l.starts_with("row:")).collect();
+    assert_eq!(rows.len(), 3, "{v4:#?}");
+    assert_has(
+        rows[0],
+        &[
+            "Uuid(\"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\")",
+            // jsonb comes back as PostgreSQL normalised it: keys sorted by length, then bytes.
+            &format!("Jsonb({:?})", br#"{"a":null,"b":[1,2]}"#.to_vec()),
+            "Decimal(\"123456789.123456789\")",
+            // Integer ranges come back normalised to [lower, upper).
+            "RangeInt32((Some((2, RangeBoundKind::Inclusive)), Some((41, RangeBoundKind::Exclusive))))",
+            "RangeInt64((None, Some((1099511627776, RangeBoundKind::Exclusive))))",
+            "RangeDecimal((Some((\"0.5\", RangeBoundKind::Inclusive)), None))",
+            "ArrayInt32([Some(1), None, Some(-3)])",
+            "ArrayInt64([Some(1099511627776)])",
+            "ArrayDecimal([Some(\"1.25\"), None])",
+            "ArrayStr([Some(\"hello\"), None, Some(\"mum\")])",
+            "Interval { micros: 14706700000, days: 3, months: 14 }",
+        ],
+    );
+    assert_has(
+        rows[1],
+        &[
+            &format!("Jsonb({:?})", b"[true]".to_vec()),
+            "Decimal(\"0.001\")",
+            // An empty range has no bounds to give.
+            "RangeInt32((None, None))",
+            "RangeDecimal((None, Some((\"100\", RangeBoundKind::Exclusive))))",
+            "ArrayInt32([])",
+            "ArrayStr([Some(\"x y\")])",
+            "Interval { micros: 14706700000, days: 3, months: 14 }",
+            // inet, a type no case holds: PostgreSQL's binary form (family, bits, is_cidr, length, address).
+            "Unsupported([2, 32, 0, 4, 10, 1, 2, 3])",
+        ],
+    );
+    assert_eq!(rows[2].matches("DbNull").count(), 12, "{}", rows[2]);
+    // `execute` reports a parameter it cannot convert as a conversion failure (Spin's choice).
+    assert_has(
+        step(&v4, "bad uuid"),
+        &["ValueConversionFailed", "invalid UUID nope"],
+    );
+    assert_eq!(step(&v4, "wrong type"), "wrong type: true");
+
+    // spin:postgres/postgres@4.2.0's async functions.
+    let streamed = report(&server, "/v4/async");
+    assert_eq!(step(&streamed, "inserted"), "inserted: 5");
+    assert_has(
+        step(&streamed, "columns"),
+        &["n=", "Int64", "label=", "Str", "amount=", "Decimal"],
+    );
+    let rows: Vec<&String> = streamed.iter().filter(|l| l.starts_with("row:")).collect();
+    assert_eq!(rows.len(), 3, "{streamed:#?}");
+    assert_has(rows[0], &["Int64(3)", "Str(\"row 3\")", "Decimal(\"3.5\")"]);
+    assert_has(rows[2], &["Int64(5)", "Str(\"row 5\")", "Decimal(\"5.5\")"]);
+    assert_eq!(step(&streamed, "result"), "result: Ok(())");
+    assert_eq!(step(&streamed, "empty columns"), "empty columns: 1");
+    assert_eq!(step(&streamed, "empty rows"), "empty rows: 0");
+    assert_eq!(step(&streamed, "partial rows"), "partial rows: 2");
+    assert_eq!(step(&streamed, "partial result"), "partial result: true");
+
+    let built = report(&server, "/v4/builder");
+    assert_has(step(&built, "with root"), &["Other", "without TLS"]);
+    assert_has(step(&built, "built"), &["Int32(42)"]);
+
+    let structured = report(&server, "/v4/error");
+    assert_eq!(step(&structured, "code"), "code: 42P01");
+    assert_eq!(step(&structured, "severity"), "severity: ERROR");
+    assert_has(
+        step(&structured, "message"),
+        &["no_such_table", "does not exist"],
+    );
+}
+
+#[test]
+fn addresses_the_manifest_does_not_allow_are_refused_as_spin_refuses_them() {
+    let Some(postgres) = Postgres::start() else {
+        return;
+    };
+    let state = tempfile::tempdir().unwrap();
+    let server = serve(&postgres, state.path());
+    let denied = report(&server, "/denied");
+    assert_has(
+        step(&denied, "v2"),
+        &[
+            "ConnectionFailed",
+            "address postgres://127.0.0.1:1 is not permitted",
+        ],
+    );
+    assert_has(
+        step(&denied, "v4"),
+        &[
+            "ConnectionFailed",
+            "address postgres://localhost:1 is not permitted",
+        ],
+    );
+    let denied = report(&server, "/v4/denied");
+    assert_has(
+        step(&denied, "denied"),
+        &[
+            "ConnectionFailed",
+            "address postgres://10.9.8.7:5432 is not permitted",
+        ],
+    );
+}
