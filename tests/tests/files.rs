@@ -90,7 +90,12 @@ fn mounted_files_are_read_only() {
     wasm();
     let app = workspace_root().join(APP);
     let server = Server::runner_with(&app.join("spin.toml"), &[]);
-    for path in ["/static/hello.txt", "/static/new.txt", "/data/new.txt", "/new.txt"] {
+    for path in [
+        "/static/hello.txt",
+        "/static/new.txt",
+        "/data/new.txt",
+        "/new.txt",
+    ] {
         let (status, body) = ask(&server, &format!("/write?{path}"));
         assert_eq!(status, 403, "{path}: {body}");
         assert!(body.starts_with("error="), "{path}: {body}");

@@ -117,7 +117,11 @@ fn create_dir(dir: &Path) -> Result<()> {
 }
 
 /// What to copy for `files` in `app_dir` (absolute), in manifest order.
-pub fn resolve(app_dir: &Path, files: &[FilesMount], exclude_files: &[String]) -> Result<Vec<Entry>> {
+pub fn resolve(
+    app_dir: &Path,
+    files: &[FilesMount],
+    exclude_files: &[String],
+) -> Result<Vec<Entry>> {
     let exclude = exclude_files
         .iter()
         .map(|pattern| {

@@ -59,7 +59,11 @@ impl App {
                     source,
                     destination,
                 } => Some((
-                    source.strip_prefix(&self.dir).unwrap().display().to_string(),
+                    source
+                        .strip_prefix(&self.dir)
+                        .unwrap()
+                        .display()
+                        .to_string(),
                     destination.display().to_string(),
                 )),
                 Entry::Dir(_) => None,
@@ -134,7 +138,9 @@ fn a_placed_directory_goes_under_its_destination() {
     assert!(at_root.contains(&("static/a.txt".into(), "a.txt".into())));
     assert!(at_root.contains(&("static/sub/c.txt".into(), "sub/c.txt".into())));
     // The destination directory exists even when nothing lands in it.
-    let entries = app.resolve(&[placement("static/sub", "/assets")], &["**/*"]).unwrap();
+    let entries = app
+        .resolve(&[placement("static/sub", "/assets")], &["**/*"])
+        .unwrap();
     assert_eq!(entries, vec![Entry::Dir("assets".into())]);
 }
 
@@ -148,7 +154,9 @@ fn a_placed_file_goes_to_its_destination_which_must_name_a_file() {
     for destination in ["/", "/data/", "."] {
         let error = app.error(&[placement("single.txt", destination)], &[]);
         assert!(
-            error.contains(&format!("{destination:?} is not a valid destination file name")),
+            error.contains(&format!(
+                "{destination:?} is not a valid destination file name"
+            )),
             "{error}"
         );
     }
@@ -191,17 +199,35 @@ fn what_spin_refuses_is_refused_in_one_line_with_its_words() {
             vec![placement("missing", "/m")],
             "File or directory \"missing\" does not exist",
         ),
-        (vec![pattern("static/..")], "can't end in a parent directory path"),
+        (
+            vec![pattern("static/..")],
+            "can't end in a parent directory path",
+        ),
         (vec![pattern("..")], "can't end in a parent directory path"),
-        (vec![pattern("static/.")], "can't end in a current directory path"),
-        (vec![pattern(&absolute)], "outside the application directory"),
+        (
+            vec![pattern("static/.")],
+            "can't end in a current directory path",
+        ),
+        (
+            vec![pattern(&absolute)],
+            "outside the application directory",
+        ),
         (
             vec![pattern(&format!("{}/*", shared.display()))],
             "outside the application directory",
         ),
-        (vec![placement(&absolute, "/s.txt")], "outside the application directory"),
-        (vec![pattern("../shared/*")], "outside the application directory"),
-        (vec![placement("static", "/../up")], "outside the application directory"),
+        (
+            vec![placement(&absolute, "/s.txt")],
+            "outside the application directory",
+        ),
+        (
+            vec![pattern("../shared/*")],
+            "outside the application directory",
+        ),
+        (
+            vec![placement("static", "/../up")],
+            "outside the application directory",
+        ),
         (vec![pattern("static/[")], "Failed to resolve glob pattern"),
     ];
     for (files, expected) in cases {
@@ -210,7 +236,10 @@ fn what_spin_refuses_is_refused_in_one_line_with_its_words() {
         assert!(!error.contains('\n'), "one line: {error}");
     }
     let error = app.error(&[pattern("single.txt")], &["["]);
-    assert!(error.contains("Invalid exclude_files glob pattern \"[\""), "{error}");
+    assert!(
+        error.contains("Invalid exclude_files glob pattern \"[\""),
+        "{error}"
+    );
 }
 
 #[test]
@@ -225,7 +254,11 @@ fn a_source_directory_beside_the_app_is_placed_as_spin_places_it() {
 #[test]
 fn the_copy_holds_each_file_at_its_destination() {
     let app = app();
-    assert!(Mount::for_component(&app.dir, &[], &["x".into()]).unwrap().is_none());
+    assert!(
+        Mount::for_component(&app.dir, &[], &["x".into()])
+            .unwrap()
+            .is_none()
+    );
     let files = [pattern("single.txt"), placement("static", "/assets")];
     let mount = Mount::for_component(&app.dir, &files, &["static/secret/*".into()])
         .unwrap()

@@ -24,7 +24,10 @@ mod component {
         let (status, body) = match req.path() {
             "/read" => answer(std::fs::read(&path), 404),
             "/list" => answer(super::list(&path).map(String::into_bytes), 404),
-            "/write" => answer(std::fs::write(&path, "written").map(|()| b"wrote".to_vec()), 403),
+            "/write" => answer(
+                std::fs::write(&path, "written").map(|()| b"wrote".to_vec()),
+                403,
+            ),
             _ => (404, b"no such test".to_vec()),
         };
         Response::new(status, body)
