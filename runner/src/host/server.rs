@@ -84,7 +84,9 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     let listener = TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
-    print!("{}", host.routes_listing(listener.local_addr()?));
+    let addr = listener.local_addr()?;
+    host.listening_on(addr);
+    print!("{}", host.routes_listing(addr));
     std::io::Write::flush(&mut std::io::stdout()).context("writing the routes to stdout")?;
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
