@@ -157,16 +157,37 @@ shim_version=$("$shim" --version 2>&1 | tr -s ' \n' ' ' | sed 's/ $//')
 echo "running: $url (task pid $task_pid), first 200 after ${first_200} ms from ctr run"
 
 # --- measure ----------------------------------------------------------------------------
+before=$(python3 deploy/shim_tree.py "$sock")
 out=$(mktemp)
 target/release/spinbench load --url "$url" --results-dir "$results" \
   --host-version "shim=$shim_version" \
   --host-version "containerd=$(containerd --version)" \
   --host-version "registry=$(docker-registry --version)" \
   --host-version "pushed as=$pushed_as" \
-  --host-version "ctr run to first 200=${first_200} ms (GET /hello)" \
   "${load_args[@]}" | tee "$out"
+after=$(python3 deploy/shim_tree.py "$sock")
 report=$(sed -n 's/^report: //p' "$out" | tail -1)
 rm -f "$out"
-rss_kib=$(awk '/^VmRSS/ { print $2 }' "/proc/$task_pid/status" 2>/dev/null || echo '?')
-echo "the app's task (pid $task_pid) RSS after the load: ${rss_kib} KiB"
+[ -n "$report" ] || { echo "spinbench load wrote no report" >&2; exit 1; }
+# Beside the report: what `load --url` cannot see of a host it did not start.
+python3 - "$before" "$after" "$first_200" "$(dirname "$report")/local-node.md" <<'PY'
+import json, sys
+before, after = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+lines = [
+    "# The app under containerd and the Spin shim (deploy/local-node.sh)",
+    "",
+    "| figure | value |",
+    "|---|---:|",
+    f"| `ctr run` to the first `200` of `GET /hello` (ms) | {sys.argv[3]} |",
+    f"| the shim's processes before the load | {len(before['pids'])} |",
+    f"| their RSS before / after the load (KiB) | {before['rss_kib']:.0f} / {after['rss_kib']:.0f} |",
+    f"| their PSS before / after the load (KiB) | {before['pss_kib']:.0f} / {after['pss_kib']:.0f} |",
+    f"| their CPU over the load, warm-ups included (s) | {after['cpu_s'] - before['cpu_s']:.2f} |",
+    "",
+    "The shim's processes: those given this run's containerd socket (`-address`), with their",
+    "descendants, read from /proc (deploy/shim_tree.py).",
+]
+open(sys.argv[4], "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
 echo "done: $report"
