@@ -15,7 +15,8 @@
 //!   "duration_s": 312.4,                        // the whole run
 //!   "command": ["spinbench", "compare", ...],
 //!   "machine": { "cpu_model", "cores", "kernel", "memory_total_bytes", "sha_instructions" },
-//!   "versions": { "spinbench", "oha", "wrk", "spin", "wasmtime" },   // null when absent
+//!   "versions": { "spinbench", "oha", "wrk", "spin", "wasmtime",     // null when absent
+//!                 "host": { "<name>": "<version>" } },  // `load --host-version`: what served the URL
 //!   "plan": { "functions", "hosts", "measurements", "load_duration_s", "warmup_s",
 //!             "samples", "runs", "ks", "quick",
 //!             "pinning": { "mode": "auto" | "manual" | "off",
@@ -230,6 +231,9 @@ pub struct Versions {
     pub wrk: Option<String>,
     pub spin: Option<String>,
     pub wasmtime: Option<String>,
+    /// What served a `load --url` run, as its caller named it (`--host-version
+    /// NAME=VERSION`): the load side cannot ask a host it did not start.
+    pub host: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -302,6 +306,7 @@ impl Report {
                 wrk: wrk_version(),
                 spin: tool_version("spin"),
                 wasmtime: tool_version("wasmtime"),
+                host: BTreeMap::new(),
             },
             plan,
             metrics: Vec::new(),
@@ -709,6 +714,21 @@ mod tests {
             serde_json::json!([1])
         );
         assert!(json["versions"].get("wrk").is_some());
+        // Empty unless `load --host-version` named what served the URL; the
+        // Markdown names it then.
+        assert_eq!(json["versions"]["host"], serde_json::json!({}));
+        assert!(!table::markdown(&report).contains("Served by"));
+        report
+            .versions
+            .host
+            .insert("containerd".into(), "containerd 1.7.24".into());
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["versions"]["host"]["containerd"], "containerd 1.7.24");
+        assert!(
+            table::markdown(&report).contains(
+                "Served by (as `--host-version` named it): containerd: containerd 1.7.24."
+            )
+        );
         for key in [
             "cpu_model",
             "cores",
