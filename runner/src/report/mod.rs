@@ -655,8 +655,8 @@ mod tests {
         assert!(generators_disagree(&metrics[2..3], one_each).is_empty());
     }
 
-    #[test]
-    fn json_shape_is_stable() {
+    /// A finished report with a load plan, two measured hosts and one skipped.
+    fn sample_report() -> Report {
         let plan = PlanInfo {
             functions: vec![],
             hosts: vec!["native", "wasm"],
@@ -689,6 +689,33 @@ mod tests {
             .skipped("`spin` not on PATH"),
         );
         report.finish(Duration::from_secs(3));
+        report
+    }
+
+    #[test]
+    fn host_versions_appear_in_json_and_markdown_only_when_named() {
+        let mut report = sample_report();
+        let json = serde_json::to_value(&report).unwrap();
+        // Empty unless `load --host-version` named what served the URL; the
+        // Markdown names it then.
+        assert_eq!(json["versions"]["host"], serde_json::json!({}));
+        assert!(!table::markdown(&report).contains("Served by"));
+        report
+            .versions
+            .host
+            .insert("containerd".into(), "containerd 1.7.24".into());
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["versions"]["host"]["containerd"], "containerd 1.7.24");
+        assert!(
+            table::markdown(&report).contains(
+                "Served by (as `--host-version` named it): containerd: containerd 1.7.24."
+            )
+        );
+    }
+
+    #[test]
+    fn json_shape_is_stable() {
+        let report = sample_report();
         let json = serde_json::to_value(&report).unwrap();
         for key in [
             "schema",
@@ -714,21 +741,6 @@ mod tests {
             serde_json::json!([1])
         );
         assert!(json["versions"].get("wrk").is_some());
-        // Empty unless `load --host-version` named what served the URL; the
-        // Markdown names it then.
-        assert_eq!(json["versions"]["host"], serde_json::json!({}));
-        assert!(!table::markdown(&report).contains("Served by"));
-        report
-            .versions
-            .host
-            .insert("containerd".into(), "containerd 1.7.24".into());
-        let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json["versions"]["host"]["containerd"], "containerd 1.7.24");
-        assert!(
-            table::markdown(&report).contains(
-                "Served by (as `--host-version` named it): containerd: containerd 1.7.24."
-            )
-        );
         for key in [
             "cpu_model",
             "cores",
