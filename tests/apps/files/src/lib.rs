@@ -19,7 +19,7 @@ mod component {
     use spin_sdk::http_component;
 
     #[http_component]
-    fn handle(req: Request) -> impl IntoResponse {
+    async fn handle(req: Request) -> impl IntoResponse {
         let path = req.query().to_string();
         let (status, body) = match req.path() {
             "/read" => answer(std::fs::read(&path), 404),
