@@ -279,6 +279,18 @@ pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
     args
 }
 
+/// `spinbench serve` of `manifest` on a free port, run until it exits (within a
+/// minute): for apps it must refuse at start. `None` if it started serving instead.
+pub fn serve_until_exit(manifest: &Path, extra_args: &[&str]) -> Option<(ExitStatus, String)> {
+    let mut args = runner_args(manifest, extra_args);
+    args.extend(["--listen".to_string(), "127.0.0.1:0".to_string()]);
+    run_to_exit(
+        &artifact("release/spinbench"),
+        &args,
+        Duration::from_mins(1),
+    )
+}
+
 /// Runs `program args...` (stdin closed) until it exits, at most `limit`;
 /// returns its exit status and its stdout and stderr, or `None` (after killing
 /// it) if it was still running.

@@ -5,9 +5,8 @@
 //! nothing visible to a component without `files`, and a bad entry stopping
 //! the start in one line.
 
-use e2e::{Server, artifact, get, run_to_exit, runner_args, workspace_root};
+use e2e::{Server, get, serve_until_exit, workspace_root};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const APP: &str = "tests/apps/files";
 const WASM: &str = "target/wasm32-wasip2/release/files_app.wasm";
@@ -168,14 +167,7 @@ fn a_bad_entry_stops_the_start_in_one_line_naming_it() {
         ),
     ] {
         let path = manifest(dir.path(), &lines);
-        let mut args = runner_args(&path, &[]);
-        args.extend(["--listen".to_string(), "127.0.0.1:0".to_string()]);
-        let (status, output) = run_to_exit(
-            &artifact("release/spinbench"),
-            &args,
-            Duration::from_mins(1),
-        )
-        .expect("the runner exits");
+        let (status, output) = serve_until_exit(&path, &[]).expect("the runner exits");
         assert!(!status.success(), "{lines}: {output}");
         let line = output
             .lines()
