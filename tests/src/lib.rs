@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub mod contract;
+pub mod report;
 
 /// The function set: the component ids of the repository's benchmark file
 /// (spinbench.toml), each also its route and its `<id>-native` binary's name.

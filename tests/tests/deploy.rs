@@ -7,7 +7,7 @@
 //! none of them: what the script says when a tool is missing, and `load --url`
 //! naming what served it.
 
-mod support;
+use e2e::report as support;
 
 use e2e::{Server, artifact, on_path, workspace_root};
 use serde_json::Value;
