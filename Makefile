@@ -30,6 +30,7 @@ build: setup
 	$(SPINBENCH) build -f tests/apps/sqlite
 	$(SPINBENCH) build -f tests/apps/postgres
 	$(SPINBENCH) build -f tests/apps/outbound
+	$(SPINBENCH) build -f tests/apps/files
 
 setup:
 	rustup target add wasm32-wasip2

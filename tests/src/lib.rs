@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub mod contract;
+pub mod report;
 
 /// The function set: the component ids of the repository's benchmark file
 /// (spinbench.toml), each also its route and its `<id>-native` binary's name.
@@ -277,6 +278,18 @@ pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
     ];
     args.extend(extra_args.iter().map(std::string::ToString::to_string));
     args
+}
+
+/// `spinbench serve` of `manifest` on a free port, run until it exits (within a
+/// minute): for apps it must refuse at start. `None` if it started serving instead.
+pub fn serve_until_exit(manifest: &Path, extra_args: &[&str]) -> Option<(ExitStatus, String)> {
+    let mut args = runner_args(manifest, extra_args);
+    args.extend(["--listen".to_string(), "127.0.0.1:0".to_string()]);
+    run_to_exit(
+        &artifact("release/spinbench"),
+        &args,
+        Duration::from_mins(1),
+    )
 }
 
 /// Runs `program args...` (stdin closed) until it exits, at most `limit`;

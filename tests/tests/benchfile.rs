@@ -3,7 +3,7 @@
 //! another file measures what that file describes, reporting what cannot apply
 //! as skipped with the reason.
 
-mod support;
+use e2e::report as support;
 
 use e2e::{functions, workspace_root};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! function, and its report has the documented shape and sane values. Its speed
 //! figures are not asserted: they belong in the report, not in a test.
 
-mod support;
+use e2e::report as support;
 
 use e2e::{artifact, workspace_root};
 use serde_json::Value;

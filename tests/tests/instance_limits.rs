@@ -12,7 +12,7 @@
 //! the host lets it, then loops forever: a missing limit shows as a `504` at
 //! the 2 s deadline instead of a `500`.
 
-use e2e::{Server, artifact, get, run_to_exit, runner_args};
+use e2e::{Server, artifact, get, serve_until_exit};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -169,14 +169,8 @@ fn growth_past_the_limits_is_a_500_under_both_allocators() {
 fn the_pool_refuses_components_past_the_counts_at_load() {
     for (what, wat) in past_the_counts() {
         let (_dir, manifest) = app(&wat);
-        let mut args = runner_args(&manifest, &["--allocation", "pooling"]);
-        args.extend(["--listen".to_string(), "127.0.0.1:0".to_string()]);
-        let (status, output) = run_to_exit(
-            &artifact("release/spinbench"),
-            &args,
-            Duration::from_mins(1),
-        )
-        .unwrap_or_else(|| panic!("{what}: the runner started serving it"));
+        let (status, output) = serve_until_exit(&manifest, &["--allocation", "pooling"])
+            .unwrap_or_else(|| panic!("{what}: the runner started serving it"));
         assert!(!status.success(), "{what}: {output}");
         assert!(
             output.contains("loading component \"limits\""),

@@ -7,7 +7,7 @@
 //! Redis and MQTT run against Debian's `redis-server` and `mosquitto` when
 //! installed (skipped with a message otherwise).
 
-use e2e::{Server, artifact, get, run_to_exit, runner_args, workspace_root};
+use e2e::{Server, get, serve_until_exit, workspace_root};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -222,14 +222,7 @@ fn an_invalid_entry_stops_the_start_naming_it() {
         ("http://*.127.0.0.1", "host"),
     ] {
         let (_dir, path) = manifest(&[entry.to_string()], "");
-        let mut args = runner_args(&path, &[]);
-        args.extend(["--listen".to_string(), "127.0.0.1:0".to_string()]);
-        let (status, output) = run_to_exit(
-            &artifact("release/spinbench"),
-            &args,
-            Duration::from_mins(1),
-        )
-        .expect("the runner exits");
+        let (status, output) = serve_until_exit(&path, &[]).expect("the runner exits");
         assert!(!status.success(), "{entry}: {output}");
         let line = output
             .lines()

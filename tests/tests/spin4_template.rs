@@ -4,7 +4,7 @@
 //! as `spin up` serves it, and `compare -f` measures it without a benchmark
 //! file of its own.
 
-mod support;
+use e2e::report as support;
 
 use e2e::{Server, artifact, get, workspace_root};
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! refused at start in one line; `compare -f` measures
 //! it against its native counterpart from its benchmark file.
 
-mod support;
+use e2e::report as support;
 
 use e2e::{Server, artifact, get, workspace_root};
 use std::process::{Command, Stdio};

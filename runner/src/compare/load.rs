@@ -731,6 +731,25 @@ pub struct LoadArgs {
     /// Where `<timestamp>/report.json` is written.
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
+    /// What serves the URL, written into the report's versions (repeatable), e.g.
+    /// `--host-version containerd="containerd 1.7.24"`.
+    #[arg(long = "host-version", value_name = "NAME=VERSION")]
+    pub host_versions: Vec<String>,
+}
+
+/// `--host-version NAME=VERSION` values as a map; a value without `=`, or with an
+/// empty name or version, is refused by name.
+fn host_versions(specs: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for spec in specs {
+        let (name, version) = spec
+            .split_once('=')
+            .map(|(n, v)| (n.trim(), v.trim()))
+            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+            .ok_or_else(|| anyhow::anyhow!("--host-version {spec:?}: expected NAME=VERSION"))?;
+        out.insert(name.to_string(), version.to_string());
+    }
+    Ok(out)
 }
 
 /// `spinbench load --url`: the same scenarios against a host running elsewhere
@@ -738,6 +757,7 @@ pub struct LoadArgs {
 pub fn main(args: &LoadArgs) -> Result<()> {
     let started = Instant::now();
     let base = args.url.trim_end_matches('/').to_string();
+    let served_by = host_versions(&args.host_versions)?;
     let compare_args = super::CompareArgs {
         from: args.from.clone(),
         functions: args.functions.clone(),
@@ -757,6 +777,7 @@ pub fn main(args: &LoadArgs) -> Result<()> {
     let plan = Plan::from_args(&compare_args, super::functions(&file)?)?;
     let mut report = crate::report::Report::new(std::env::args().collect(), plan.info());
     report.plan.hosts = vec!["remote"];
+    report.versions.host = served_by;
     report.plan.pinning.note = "the server runs elsewhere (--url): nothing pinned".into();
     let cores = args.cores.unwrap_or(report.machine.cores);
     let work = std::env::temp_dir().join(format!("spinbench-load-{}", std::process::id()));
@@ -807,6 +828,21 @@ pub fn main(args: &LoadArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_versions_are_name_version_pairs() {
+        let got = host_versions(&[
+            "containerd=containerd 1.7.24".into(),
+            "shim = containerd-shim-spin-v2 0.24.0".into(),
+        ])
+        .unwrap();
+        assert_eq!(got["containerd"], "containerd 1.7.24");
+        assert_eq!(got["shim"], "containerd-shim-spin-v2 0.24.0");
+        for bad in ["containerd", "=1.7", "containerd= "] {
+            let e = host_versions(&[bad.into()]).unwrap_err().to_string();
+            assert!(e.contains("expected NAME=VERSION"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn metrics_of_a_summary_run() {

@@ -178,6 +178,14 @@ impl Host {
         self.pooled.get().unwrap_or(&self.initial)
     }
 
+    /// Tells the application where `serve` listens: where its components'
+    /// requests to `self` go. Every context shares the application's services.
+    pub fn listening_on(&self, addr: SocketAddr) {
+        if let Some(loaded) = self.initial.components.values().next() {
+            loaded.recipe.context.services.self_origin.set(addr);
+        }
+    }
+
     /// What `serve` prints once it listens on `addr`: `spin up`'s route listing.
     pub fn routes_listing(&self, addr: SocketAddr) -> String {
         self.routes_listing.render(addr)

@@ -84,7 +84,9 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     let listener = TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("listening on {}", options.listen))?;
-    print!("{}", host.routes_listing(listener.local_addr()?));
+    let addr = listener.local_addr()?;
+    host.listening_on(addr);
+    print!("{}", host.routes_listing(addr));
     std::io::Write::flush(&mut std::io::stdout()).context("writing the routes to stdout")?;
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
@@ -122,21 +124,29 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
 }
 
 /// Quiet, growing pauses while `accept` fails (out of descriptors, mostly):
-/// one log line per episode, not one per attempt.
+/// one log line per episode, not one per attempt. Under a flood, a descriptor
+/// freed now and then lets one `accept` through and starts a new episode at
+/// once, so an episode is reported only when the last report is
+/// [`AcceptBackoff::REPORT_EVERY`] old; the next report counts the ones between.
 #[derive(Default)]
 struct AcceptBackoff {
+    /// Failed attempts in the current episode.
     failures: u32,
+    /// Whether the current episode was reported (and so will report its end).
+    reported: bool,
+    last_report: Option<Instant>,
+    /// Episodes ended since the last report without being reported.
+    unreported_episodes: u32,
 }
 
 impl AcceptBackoff {
     const FIRST: Duration = Duration::from_millis(10);
     const MAX: Duration = Duration::from_secs(1);
+    const REPORT_EVERY: Duration = Duration::from_secs(30);
 
     async fn failed(&mut self, error: &std::io::Error) {
         if self.failures == 0 {
-            super::logger::line(format!(
-                "accept failed: {error}; retrying with back-off, quietly until it succeeds"
-            ));
+            self.start_episode(error);
         }
         self.failures = self.failures.saturating_add(1);
         let pause = Self::FIRST
@@ -145,14 +155,38 @@ impl AcceptBackoff {
         tokio::time::sleep(pause).await;
     }
 
+    fn start_episode(&mut self, error: &std::io::Error) {
+        let due = self
+            .last_report
+            .is_none_or(|last| last.elapsed() >= Self::REPORT_EVERY);
+        self.reported = due;
+        if !due {
+            return;
+        }
+        let since = match self.unreported_episodes {
+            0 => String::new(),
+            n => format!(" ({n} more short episodes since the last report)"),
+        };
+        super::logger::line(format!(
+            "accept failed: {error}; retrying with back-off, quietly until it succeeds{since}"
+        ));
+        self.last_report = Some(Instant::now());
+        self.unreported_episodes = 0;
+    }
+
     fn succeeded(&mut self) {
-        if self.failures > 0 {
+        if self.failures == 0 {
+            return;
+        }
+        if self.reported {
             super::logger::line(format!(
                 "accepting again after {} failed attempts",
                 self.failures
             ));
-            self.failures = 0;
+        } else {
+            self.unreported_episodes = self.unreported_episodes.saturating_add(1);
         }
+        self.failures = 0;
     }
 }
 
@@ -229,5 +263,29 @@ async fn shutdown_signal() {
             eprintln!("warning: no SIGTERM handler ({error}); stop with Ctrl-C");
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AcceptBackoff;
+
+    #[test]
+    fn back_to_back_accept_failure_episodes_are_reported_once() {
+        let emfile = std::io::Error::from_raw_os_error(libc::EMFILE);
+        let mut backoff = AcceptBackoff::default();
+        for _ in 0..5 {
+            backoff.start_episode(&emfile);
+            backoff.failures = 1;
+            backoff.succeeded();
+        }
+        assert!(backoff.last_report.is_some());
+        assert_eq!(backoff.unreported_episodes, 4);
+        backoff.last_report = backoff
+            .last_report
+            .and_then(|last| last.checked_sub(AcceptBackoff::REPORT_EVERY));
+        backoff.start_episode(&emfile);
+        assert!(backoff.reported);
+        assert_eq!(backoff.unreported_episodes, 0);
     }
 }

@@ -10,7 +10,7 @@
 //! whatever runs the app.
 
 use super::Manifest;
-use super::component::{Component, FilesMount, Source};
+use super::component::{Component, Source};
 use super::trigger::{ComponentRef, Executor, HttpTrigger};
 use anyhow::{Result, bail};
 
@@ -101,28 +101,11 @@ fn check_component(id: &str, component: &Component) -> Result<()> {
             "only local files are read",
         )?,
     }
-    let lists = [
-        ("ai_models", &component.ai_models, "no AI model is provided"),
-        (
-            "exclude_files",
-            &component.exclude_files,
-            "`files` are not mounted",
-        ),
-    ];
-    for (name, values, why) in lists {
-        if !values.is_empty() {
-            refuse(&key(&format!("{name} = {values:?}")), why)?;
-        }
-    }
-    if let Some(mount) = component.files.first() {
-        let what = match mount {
-            FilesMount::Pattern(pattern) => format!("files = [{pattern:?}, ...]"),
-            FilesMount::Placement {
-                source,
-                destination,
-            } => format!("files = [{{ source = {source:?}, destination = {destination:?} }}, ...]"),
-        };
-        refuse(&key(&what), "no files are mounted into components")?;
+    if !component.ai_models.is_empty() {
+        refuse(
+            &key(&format!("ai_models = {:?}", component.ai_models)),
+            "no AI model is provided",
+        )?;
     }
     if let Some(name) = component.dependencies.keys().next() {
         refuse(

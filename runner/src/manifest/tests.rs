@@ -184,10 +184,13 @@ fn descriptive_and_tool_keys_are_accepted() {
 }
 
 #[test]
-fn key_value_stores_and_sqlite_databases_are_hosted() {
+fn stores_databases_and_files_are_hosted() {
     for line in [
         "key_value_stores = [\"default\", \"cache\"]",
         "sqlite_databases = [\"default\"]",
+        // Resolved when the component's context is built (`capabilities::files`).
+        "files = [\"assets/*\", { source = \"static\", destination = \"/\" }]",
+        "exclude_files = [\"secret/*\"]",
     ] {
         hosted(&with("[component.app]", line));
     }
@@ -257,17 +260,6 @@ fn what_serve_cannot_host_is_refused_by_key() {
             "[component.app]",
             "ai_models = [\"llama2-chat\"]",
             "ai_models",
-        ),
-        ("[component.app]", "files = [\"assets/*\"]", "files"),
-        (
-            "[component.app]",
-            "files = [{ source = \"assets\", destination = \"/\" }]",
-            "files",
-        ),
-        (
-            "[component.app]",
-            "exclude_files = [\"secret/*\"]",
-            "exclude_files",
         ),
         (
             "[component.app]",

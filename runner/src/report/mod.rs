@@ -15,7 +15,8 @@
 //!   "duration_s": 312.4,                        // the whole run
 //!   "command": ["spinbench", "compare", ...],
 //!   "machine": { "cpu_model", "cores", "kernel", "memory_total_bytes", "sha_instructions" },
-//!   "versions": { "spinbench", "oha", "wrk", "spin", "wasmtime" },   // null when absent
+//!   "versions": { "spinbench", "oha", "wrk", "spin", "wasmtime",     // null when absent
+//!                 "host": { "<name>": "<version>" } },  // `load --host-version`: what served the URL
 //!   "plan": { "functions", "hosts", "measurements", "load_duration_s", "warmup_s",
 //!             "samples", "runs", "ks", "quick",
 //!             "pinning": { "mode": "auto" | "manual" | "off",
@@ -230,6 +231,9 @@ pub struct Versions {
     pub wrk: Option<String>,
     pub spin: Option<String>,
     pub wasmtime: Option<String>,
+    /// What served a `load --url` run, as its caller named it (`--host-version
+    /// NAME=VERSION`): the load side cannot ask a host it did not start.
+    pub host: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -302,6 +306,7 @@ impl Report {
                 wrk: wrk_version(),
                 spin: tool_version("spin"),
                 wasmtime: tool_version("wasmtime"),
+                host: BTreeMap::new(),
             },
             plan,
             metrics: Vec::new(),
@@ -650,8 +655,8 @@ mod tests {
         assert!(generators_disagree(&metrics[2..3], one_each).is_empty());
     }
 
-    #[test]
-    fn json_shape_is_stable() {
+    /// A finished report with a load plan, two measured hosts and one skipped.
+    fn sample_report() -> Report {
         let plan = PlanInfo {
             functions: vec![],
             hosts: vec!["native", "wasm"],
@@ -684,6 +689,33 @@ mod tests {
             .skipped("`spin` not on PATH"),
         );
         report.finish(Duration::from_secs(3));
+        report
+    }
+
+    #[test]
+    fn host_versions_appear_in_json_and_markdown_only_when_named() {
+        let mut report = sample_report();
+        let json = serde_json::to_value(&report).unwrap();
+        // Empty unless `load --host-version` named what served the URL; the
+        // Markdown names it then.
+        assert_eq!(json["versions"]["host"], serde_json::json!({}));
+        assert!(!table::markdown(&report).contains("Served by"));
+        report
+            .versions
+            .host
+            .insert("containerd".into(), "containerd 1.7.24".into());
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["versions"]["host"]["containerd"], "containerd 1.7.24");
+        assert!(
+            table::markdown(&report).contains(
+                "Served by (as `--host-version` named it): containerd: containerd 1.7.24."
+            )
+        );
+    }
+
+    #[test]
+    fn json_shape_is_stable() {
+        let report = sample_report();
         let json = serde_json::to_value(&report).unwrap();
         for key in [
             "schema",

@@ -82,6 +82,18 @@ pub fn markdown(report: &Report) -> String {
         report.duration_s,
         report.command.join(" "),
     );
+    if !report.versions.host.is_empty() {
+        let served_by: Vec<String> = report
+            .versions
+            .host
+            .iter()
+            .map(|(name, version)| format!("{name}: {version}"))
+            .collect();
+        out.push_str(&format!(
+            "\nServed by (as `--host-version` named it): {}.\n",
+            served_by.join("; ")
+        ));
+    }
     for t in tables(report) {
         out.push_str(&format!(
             "\n## {}\n\n| {} |\n|{}\n",

@@ -5,7 +5,7 @@
 
 use super::outbound_hosts::AllowedHosts;
 use super::runtime_config::RuntimeConfig;
-use super::{key_value, postgres, sqlite};
+use super::{files, key_value, outbound_http, postgres, sqlite};
 use crate::manifest::{Manifest, variables};
 use anyhow::{Result, anyhow};
 use std::collections::BTreeMap;
@@ -22,6 +22,8 @@ pub struct ComponentContext {
     pub environment: Vec<(String, String)>,
     /// What its manifest table grants beyond variables and environment.
     pub grants: Grants,
+    /// Its `files`, copied at start; `None` without any.
+    pub files: Option<files::Mount>,
     pub services: Arc<AppServices>,
     /// Its PostgreSQL connection pools, one per address (Spin pools per component).
     pub postgres: postgres::Pools,
@@ -53,6 +55,8 @@ pub struct AppServices {
     pub key_value: key_value::Stores,
     /// The SQLite databases.
     pub sqlite: sqlite::Databases,
+    /// Where requests to the application itself go, once `serve` listens.
+    pub self_origin: outbound_http::SelfOrigin,
 }
 
 impl AppServices {
@@ -61,6 +65,7 @@ impl AppServices {
         Ok(Self {
             key_value: key_value::Stores::from_config(&runtime_config)?,
             sqlite: sqlite::Databases::from_config(&runtime_config)?,
+            self_origin: outbound_http::SelfOrigin::default(),
             runtime_config,
         })
     }
@@ -103,8 +108,15 @@ impl ComponentContext {
                     &expand(&component.allowed_http_hosts).map_err(in_component)?,
                 )
                 .map_err(in_component)?;
+                let files = files::Mount::for_component(
+                    manifest.base_dir(),
+                    &component.files,
+                    &component.exclude_files,
+                )
+                .map_err(|e| anyhow!("component {id:?}: `files`: {e:#}"))?;
                 let context = ComponentContext {
                     id: id.to_string(),
+                    files,
                     variables,
                     environment: component.environment.clone().into_iter().collect(),
                     grants: Grants {
@@ -132,6 +144,7 @@ impl ComponentContext {
                 .collect(),
             environment: Vec::new(),
             grants: Grants::default(),
+            files: None,
             services: Arc::default(),
             postgres: postgres::Pools::default(),
         }

@@ -13,6 +13,7 @@
 
 pub mod context;
 pub mod environment;
+pub mod files;
 pub mod key_value;
 pub mod llm;
 pub mod mqtt;

@@ -2,19 +2,24 @@
 //! `client`: wasmtime-wasi-http 48 sends both through one hook), allowed
 //! exactly as the component's `allowed_outbound_hosts` allow them and
 //! otherwise answered with `HTTP-request-denied`, as Spin answers them
-//! (spinframework/spin `crates/factor-outbound-http/src/wasi.rs`,
+//! (spinframework/spin v4.0.2 `crates/factor-outbound-http/src/wasi.rs`,
 //! `prepare_request`). An allowed request is sent by wasmtime-wasi-http's own
 //! client, one HTTP/1.1 connection per request, TLS with the webpki roots for
 //! `https`. It follows no redirects: a `3xx` goes back to the guest, and a
 //! request the guest then makes to the new location is checked again.
 //!
 //! A request without an authority, or to `self.alt`, is a request to the app
-//! itself; Spin sends those to its own listener. Here the list is checked the
-//! same way, and an allowed one is refused with `HTTP-request-URI-invalid`,
-//! Spin's answer when it knows no origin to send them to.
+//! itself; allowed by a `self` entry, it goes where Spin sends it: to the
+//! address `serve` listens on (Spin's `SelfRequestOrigin`, set per request in
+//! `crates/trigger-http/src/server.rs`), over loopback HTTP, through the same
+//! router, admission and limits as any client's request. Where nothing
+//! listens (the in-process API), it is refused with `HTTP-request-URI-invalid`,
+//! Spin's answer when it has no origin.
 
 use super::outbound_hosts::AllowedHosts;
 use http_body_util::BodyExt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::OnceLock;
 use url::Host;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
 
@@ -23,15 +28,47 @@ pub type ResponseFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
 pub type SendFuture =
     Box<dyn Future<Output = Result<(http::Response<WasiBody>, ResponseFuture), Error>> + Send>;
 
-/// The decision for one request: `Ok` to send it, or the error the guest gets.
-pub fn check(allowed: &AllowedHosts, uri: &http::Uri) -> Result<(), Error> {
+/// Where an allowed request goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The host the guest named.
+    Named,
+    /// The application itself.
+    App,
+}
+
+/// The address requests to the application itself are sent to, once `serve`
+/// listens; shared by every component of the application.
+#[derive(Debug, Default)]
+pub struct SelfOrigin(OnceLock<SocketAddr>);
+
+impl SelfOrigin {
+    /// Records where `serve` listens: an unspecified address (`0.0.0.0`,
+    /// `[::]`) is reached through its family's loopback, on the same port.
+    pub fn set(&self, listening: SocketAddr) {
+        let ip = match listening.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        // One listener per application: a second call changes nothing.
+        let _ = self.0.set(SocketAddr::new(ip, listening.port()));
+    }
+
+    pub fn get(&self) -> Option<SocketAddr> {
+        self.0.get().copied()
+    }
+}
+
+/// The decision for one request: where it goes, or the error the guest gets.
+pub fn check(allowed: &AllowedHosts, uri: &http::Uri) -> Result<Target, Error> {
     let authority = uri.authority().map(http::uri::Authority::host);
     if matches!(authority, None | Some("" | "self.alt")) {
-        return Err(if allowed.allows_self(&["http", "https"]) {
-            Error::HttpRequestUriInvalid
+        return if allowed.allows_self(&["http", "https"]) {
+            Ok(Target::App)
         } else {
-            Error::HttpRequestDenied
-        });
+            Err(Error::HttpRequestDenied)
+        };
     }
     // wasmtime-wasi-http set a scheme (`https` when the guest gave none).
     let scheme = uri.scheme_str().unwrap_or("https");
@@ -40,19 +77,43 @@ pub fn check(allowed: &AllowedHosts, uri: &http::Uri) -> Result<(), Error> {
         .and_then(|host| Host::parse(host).ok())
         .is_some_and(|host| allowed.allows(scheme, &host, port));
     if allowed {
-        Ok(())
+        Ok(Target::Named)
     } else {
         Err(Error::HttpRequestDenied)
     }
 }
 
-/// Sends `request` if `allowed` allows it.
+/// `request` addressed to the application at `origin`: plain HTTP to the
+/// listener, the guest's path and query kept, `host` naming the listener.
+pub fn to_app(origin: SocketAddr, request: &mut http::Request<WasiBody>) -> Result<(), Error> {
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or("/", http::uri::PathAndQuery::as_str);
+    *request.uri_mut() = http::Uri::builder()
+        .scheme(http::uri::Scheme::HTTP)
+        .authority(origin.to_string())
+        .path_and_query(path)
+        .build()
+        .map_err(|_| Error::HttpRequestUriInvalid)?;
+    let host = http::HeaderValue::from_str(&origin.to_string())
+        .map_err(|_| Error::HttpRequestUriInvalid)?;
+    request.headers_mut().insert(http::header::HOST, host);
+    Ok(())
+}
+
+/// Sends `request` if `allowed` allows it; to the application itself at
+/// `origin` for an allowed request to `self`.
 pub fn send(
     allowed: &AllowedHosts,
-    request: http::Request<WasiBody>,
+    origin: Option<SocketAddr>,
+    mut request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
 ) -> SendFuture {
-    let decision = check(allowed, request.uri());
+    let decision = check(allowed, request.uri()).and_then(|target| match target {
+        Target::Named => Ok(()),
+        Target::App => to_app(origin.ok_or(Error::HttpRequestUriInvalid)?, &mut request),
+    });
     Box::new(async move {
         decision?;
         let (response, connection) =
@@ -68,11 +129,11 @@ pub fn send(
 mod tests {
     use super::*;
 
-    fn decide(allowed: &[&str], uri: &str) -> Result<(), Error> {
+    fn decide(allowed: &[&str], uri: &str) -> Result<Target, Error> {
         check(&AllowedHosts::of(allowed), &uri.parse().unwrap())
     }
 
-    fn denied(result: &Result<(), Error>) -> bool {
+    fn denied(result: &Result<Target, Error>) -> bool {
         matches!(result, Err(Error::HttpRequestDenied))
     }
 
@@ -104,9 +165,51 @@ mod tests {
             &["https://example.com"],
             "http://self.alt/x"
         )));
+        for uri in ["http://self.alt/x", "/x"] {
+            let target = check(&AllowedHosts::of(&["http://self"]), &uri.parse().unwrap());
+            assert!(matches!(target, Ok(Target::App)), "{uri}");
+        }
         assert!(matches!(
-            decide(&["http://self"], "http://self.alt/x"),
-            Err(Error::HttpRequestUriInvalid)
+            decide(&["https://example.com"], "https://example.com/"),
+            Ok(Target::Named)
         ));
+    }
+
+    fn request(uri: &str) -> http::Request<WasiBody> {
+        let body = http_body_util::Empty::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        let mut request = http::Request::new(body);
+        *request.uri_mut() = uri.parse().unwrap();
+        request
+    }
+
+    #[test]
+    fn a_request_to_the_app_goes_to_the_listener_with_its_path_and_query() {
+        let origin = SelfOrigin::default();
+        assert_eq!(origin.get(), None);
+        origin.set("0.0.0.0:3000".parse().unwrap());
+        origin.set("127.0.0.1:9".parse().unwrap());
+        let origin = origin.get().unwrap();
+        assert_eq!(origin, "127.0.0.1:3000".parse().unwrap());
+        for (uri, sent) in [
+            ("http://self.alt/a/b?c=d", "http://127.0.0.1:3000/a/b?c=d"),
+            ("https://self.alt", "http://127.0.0.1:3000/"),
+        ] {
+            let mut request = request(uri);
+            to_app(origin, &mut request).unwrap();
+            assert_eq!(request.uri().to_string(), sent);
+            assert_eq!(request.headers()["host"], "127.0.0.1:3000");
+        }
+        let v6 = SelfOrigin::default();
+        v6.set("[::]:8080".parse().unwrap());
+        assert_eq!(v6.get(), Some("[::1]:8080".parse().unwrap()));
+    }
+
+    #[tokio::test]
+    async fn without_a_listener_a_request_to_the_app_is_an_invalid_uri() {
+        let allowed = AllowedHosts::of(&["http://self"]);
+        let sent = Box::into_pin(send(&allowed, None, request("http://self.alt/x"), None)).await;
+        assert!(matches!(sent, Err(Error::HttpRequestUriInvalid)));
     }
 }

@@ -137,7 +137,7 @@ where
     let start = Instant::now();
     let limits = recipe.limits;
     let deadline = tokio::time::Instant::from_std(start + limits.timeout);
-    let mut store = new_store(pre.engine(), recipe);
+    let mut store = new_store(pre.engine(), recipe).map_err(Failure::Trapped)?;
     let proxy = pre
         .instantiate_async(&mut store)
         .await

@@ -287,7 +287,7 @@ impl HandlerState for Instantiator {
     async fn instantiate(&self) -> wasmtime::Result<Instance<RequestState, Expiration, Worker>> {
         let slot = self.slots.take().await.map_err(wasmtime::Error::new)?;
         let limits = self.recipe.limits;
-        let mut store = new_reusable_store(self.pre_engine(), &self.recipe);
+        let mut store = new_reusable_store(self.pre_engine(), &self.recipe)?;
         let proxy = tokio::time::timeout(limits.timeout, self.pre.instantiate_async(&mut store))
             .await
             .map_err(|_| wasmtime::Error::new(ExpirationError))??;

@@ -1,7 +1,8 @@
 //! What each request's `Store` holds: a WASI context that grants nothing but
-//! the sockets the component's `allowed_outbound_hosts` allow, the wasi:http
-//! state, a hook sending the outbound requests the list allows, and the
-//! component's context for the capabilities' host functions.
+//! the sockets the component's `allowed_outbound_hosts` allow and its `files`
+//! (read-only), the wasi:http state, a hook sending the outbound requests the
+//! list allows, and the component's context for the capabilities' host
+//! functions.
 
 use super::engine::per_instance;
 use crate::host::capabilities::{ComponentContext, HostState, outbound_http, sockets};
@@ -73,10 +74,11 @@ pub struct RequestState {
 }
 
 impl RequestState {
-    /// No preopened directories, environment, arguments or stdin, and only the
-    /// socket addresses the component's list allows; stdout and stderr are
-    /// captured into the runner's log, prefixed.
-    fn new(recipe: &StoreRecipe) -> Self {
+    /// No environment, arguments or stdin, no preopened directory but the
+    /// component's `files` (read-only at `/`), and only the socket addresses
+    /// the component's list allows; stdout and stderr are captured into the
+    /// runner's log, prefixed. Fails only if the `files` copy cannot be opened.
+    fn new(recipe: &StoreRecipe) -> wasmtime::Result<Self> {
         let limits = &recipe.limits;
         let guest = limits.guest;
         let mut table = ResourceTable::new();
@@ -86,6 +88,9 @@ impl RequestState {
         http.set_field_size_limit(guest.max_http_fields_size);
         let mut wasi = WasiCtxBuilder::new();
         wasi.stdout(output.clone()).stderr(output);
+        if let Some(files) = &recipe.context.files {
+            files.preopen(&mut wasi)?;
+        }
         // Without a grant the default check refuses every address; the
         // closure is only built for components that have one.
         if !recipe.context.grants.allowed_outbound_hosts.is_empty() {
@@ -98,7 +103,7 @@ impl RequestState {
                     Box::pin(async move { allowed })
                 });
         }
-        Self {
+        Ok(Self {
             context: recipe.context.clone(),
             table,
             wasi: wasi.build(),
@@ -115,15 +120,15 @@ impl RequestState {
                 .table_elements(per_instance::TABLE_ELEMENTS)
                 .instances(per_instance::CORE_INSTANCES as usize)
                 .build(),
-        }
+        })
     }
 }
 
 /// A fresh store for one request, whose guest code traps with
 /// `Trap::Interrupt` once `limits.timeout` of wall-clock time has passed.
-pub fn new_store(engine: &Engine, recipe: &StoreRecipe) -> Store<RequestState> {
+pub fn new_store(engine: &Engine, recipe: &StoreRecipe) -> wasmtime::Result<Store<RequestState>> {
     let limits = &recipe.limits;
-    let mut store = Store::new(engine, RequestState::new(recipe));
+    let mut store = Store::new(engine, RequestState::new(recipe)?);
     store.limiter(|state| &mut state.limits);
     let deadline = Instant::now() + limits.timeout;
     // Checked at every epoch tick while guest code runs: a busy guest yields to
@@ -137,19 +142,22 @@ pub fn new_store(engine: &Engine, recipe: &StoreRecipe) -> Store<RequestState> {
         })
     });
     store.set_epoch_deadline(1);
-    store
+    Ok(store)
 }
 
 /// A store for a reused (WASIp3) instance, serving many requests: the guest
 /// yields to the tokio scheduler at every epoch tick and is never interrupted
 /// by the store itself; per-request deadlines are enforced by `reuse`, which
 /// drops the whole instance when one passes.
-pub fn new_reusable_store(engine: &Engine, recipe: &StoreRecipe) -> Store<RequestState> {
-    let mut store = Store::new(engine, RequestState::new(recipe));
+pub fn new_reusable_store(
+    engine: &Engine,
+    recipe: &StoreRecipe,
+) -> wasmtime::Result<Store<RequestState>> {
+    let mut store = Store::new(engine, RequestState::new(recipe)?);
     store.limiter(|state| &mut state.limits);
     store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
     store.set_epoch_deadline(1);
-    store
+    Ok(store)
 }
 
 impl HostState for RequestState {
@@ -201,6 +209,7 @@ impl WasiHttpHooks for Hooks {
     ) -> outbound_http::SendFuture {
         outbound_http::send(
             &self.context.grants.allowed_outbound_hosts,
+            self.context.services.self_origin.get(),
             request,
             options,
         )

@@ -13,7 +13,9 @@
 //!   connection (`fermyon:spin/postgres@2.0.0`, `spin:postgres/postgres@4.0.0`,
 //!   `fermyon:spin/mysql@2.0.0`): `opened`, or `error=<error>`;
 //! - `/llm?<model>`: infers with `<model>` (`fermyon:spin/llm@2.0.0`):
-//!   `inferred`, or `error=<error>`.
+//!   `inferred`, or `error=<error>`;
+//! - `/self?<text>`: reaches out to nothing, answers `reached the app: <text>`
+//!   (what a request to `self` through `/http` finds).
 
 // `#[http_component]` expands to the component's exported ABI (`export_name`, unsafe
 // blocks), which wit-bindgen generates from the WIT and the canonical ABI.
@@ -41,6 +43,7 @@ mod component {
                     Err(error) => format!("error={error:?}"),
                 }
             }
+            "/self" => format!("reached the app: {target}"),
             _ => return Response::new(404, "no such test"),
         };
         Response::new(200, report)

@@ -1,8 +1,8 @@
-//! What several test files share beyond the harness: checking a report against
+//! Reading a report.json: checking it against
 //! the JSON Schema in the repository (schema/report.schema.json), and picking
 //! its metrics.
 
-use e2e::workspace_root;
+use crate::workspace_root;
 use serde_json::Value;
 
 /// Panics with every violation if `report` does not match the schema.

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Push a Spin app to an OCI registry as a plain image whose one layer holds the
+manifest and every file it names, at the paths it names them.
+
+This is the form the Spin containerd shim runs when an image has no Spin or Wasm
+layers: it reads /spin.toml from the container's root filesystem
+(spinframework/containerd-shim-spin v0.24.0, containerd-shim-spin/src/source.rs,
+`Source::File`; the repository's images/*/Dockerfile build such images `FROM
+scratch` for `--platform=wasi/wasm`). `spin registry push` writes another form (the
+Spin OCI artifact); deploy/local-node.sh uses that one when `spin` is on PATH.
+
+Usage: files_image.py MANIFEST REGISTRY_HOST:PORT REPOSITORY:TAG
+Only plain HTTP to a registry on loopback: this is for the local node.
+Standard library only; prints the manifest's digest.
+"""
+
+import hashlib
+import io
+import json
+import pathlib
+import sys
+import tarfile
+import tomllib
+import urllib.parse
+import urllib.request
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"
+
+
+def app_files(manifest: pathlib.Path) -> list[str]:
+    """The local files the manifest's components load, relative to its directory."""
+    doc = tomllib.loads(manifest.read_text())
+    if doc.get("spin_manifest_version") != 2:
+        sys.exit(f"{manifest}: only Spin manifest v2 is handled here")
+    files = []
+    for cid, comp in sorted(doc.get("component", {}).items()):
+        source = comp.get("source")
+        if not isinstance(source, str):
+            sys.exit(f"{manifest}: component {cid}: only a local file source is handled here")
+        if comp.get("files"):
+            sys.exit(f"{manifest}: component {cid}: `files` mounts are not handled here")
+        files.append(source)
+    for rel in files:
+        if not (manifest.parent / rel).is_file():
+            sys.exit(f"{manifest.parent / rel}: not found (build the app first: "
+                     f"spinbench build --manifest {manifest})")
+    return files
+
+
+def layer_tar(manifest: pathlib.Path, files: list[str]) -> bytes:
+    """An uncompressed tar with fixed owners and times, so one app gives one digest.
+    The manifest goes to the root as spin.toml, the name the shim reads."""
+    root = manifest.parent
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        text = manifest.read_bytes()
+        info = tarfile.TarInfo("spin.toml")
+        info.size, info.mode = len(text), 0o644
+        tar.addfile(info, io.BytesIO(text))
+        dirs = set()
+        for rel in sorted(set(files)):
+            parts = pathlib.PurePosixPath(rel).parts
+            for i in range(1, len(parts)):
+                dirs.add("/".join(parts[:i]))
+        for d in sorted(dirs):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        for rel in sorted(set(files)):
+            data = (root / rel).read_bytes()
+            info = tarfile.TarInfo(rel)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def push_blob(base: str, repo: str, data: bytes) -> str:
+    d = digest(data)
+    start = urllib.request.Request(f"{base}/v2/{repo}/blobs/uploads/", method="POST", data=b"")
+    with urllib.request.urlopen(start) as r:
+        location = urllib.parse.urljoin(base, r.headers["Location"])
+    sep = "&" if "?" in location else "?"
+    put = urllib.request.Request(
+        f"{location}{sep}digest={urllib.parse.quote(d)}", method="PUT", data=data,
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    with urllib.request.urlopen(put) as r:
+        if r.status != 201:
+            sys.exit(f"blob upload of {d}: HTTP {r.status}")
+    return d
+
+
+def main() -> None:
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    manifest = pathlib.Path(sys.argv[1]).resolve()
+    base = f"http://{sys.argv[2]}"
+    repo, _, tag = sys.argv[3].partition(":")
+    files = app_files(manifest)
+    layer = layer_tar(manifest, files)
+    config = json.dumps({
+        "architecture": "wasm",
+        "os": "wasi",
+        "rootfs": {"type": "layers", "diff_ids": [digest(layer)]},
+        "config": {"Entrypoint": ["/"]},
+    }, sort_keys=True).encode()
+    layer_digest = push_blob(base, repo, layer)
+    config_digest = push_blob(base, repo, config)
+    image = json.dumps({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": len(config)},
+        "layers": [{"mediaType": OCI_LAYER, "digest": layer_digest, "size": len(layer)}],
+    }, sort_keys=True).encode()
+    put = urllib.request.Request(
+        f"{base}/v2/{repo}/manifests/{tag or 'latest'}", method="PUT", data=image,
+        headers={"Content-Type": OCI_MANIFEST},
+    )
+    with urllib.request.urlopen(put) as r:
+        if r.status != 201:
+            sys.exit(f"manifest upload: HTTP {r.status}")
+    print(digest(image))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+//! How `files` and `exclude_files` resolve, case by case as Spin 4.0.2 resolves
+//! them (`crates/loader/src/local.rs`), on a small application directory.
+
+use super::*;
+use std::collections::BTreeSet;
+use std::fs;
+
+/// `<tmp>/app` holding a manifest, a file, and `static/` with a subdirectory
+/// and a secret; `<tmp>/shared/s.txt` beside it, outside the app.
+struct App {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+fn app() -> App {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("app");
+    for (path, text) in [
+        ("spin.toml", "manifest"),
+        ("single.txt", "single"),
+        ("static/a.txt", "a"),
+        ("static/b.css", "b"),
+        ("static/sub/c.txt", "c"),
+        ("static/secret/key.pem", "key"),
+        ("static/empty/.keep", ""),
+        ("../shared/s.txt", "shared"),
+    ] {
+        let path = dir.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    App { _tmp: tmp, dir }
+}
+
+fn pattern(p: &str) -> FilesMount {
+    FilesMount::Pattern(p.to_string())
+}
+
+fn placement(source: &str, destination: &str) -> FilesMount {
+    FilesMount::Placement {
+        source: source.to_string(),
+        destination: destination.to_string(),
+    }
+}
+
+impl App {
+    fn resolve(&self, files: &[FilesMount], exclude: &[&str]) -> Result<Vec<Entry>> {
+        let exclude: Vec<String> = exclude.iter().map(ToString::to_string).collect();
+        resolve(&self.dir, files, &exclude)
+    }
+
+    /// The files placed: (source from the app directory, destination).
+    fn placed(&self, files: &[FilesMount], exclude: &[&str]) -> BTreeSet<(String, String)> {
+        self.resolve(files, exclude)
+            .unwrap()
+            .into_iter()
+            .filter_map(|entry| match entry {
+                Entry::File {
+                    source,
+                    destination,
+                } => Some((
+                    source
+                        .strip_prefix(&self.dir)
+                        .unwrap()
+                        .display()
+                        .to_string(),
+                    destination.display().to_string(),
+                )),
+                Entry::Dir(_) => None,
+            })
+            .collect()
+    }
+
+    fn error(&self, files: &[FilesMount], exclude: &[&str]) -> String {
+        format!("{:#}", self.resolve(files, exclude).unwrap_err())
+    }
+}
+
+fn set(pairs: &[(&str, &str)]) -> BTreeSet<(String, String)> {
+    pairs
+        .iter()
+        .map(|(s, d)| ((*s).to_string(), (*d).to_string()))
+        .collect()
+}
+
+#[test]
+fn a_file_named_alone_is_placed_at_its_own_path() {
+    let app = app();
+    assert_eq!(
+        app.placed(&[pattern("single.txt"), pattern("static/sub/c.txt")], &[]),
+        set(&[
+            ("single.txt", "single.txt"),
+            ("static/sub/c.txt", "static/sub/c.txt")
+        ])
+    );
+}
+
+#[test]
+fn a_glob_places_each_file_it_matches_and_may_match_nothing() {
+    let app = app();
+    assert_eq!(
+        app.placed(&[pattern("static/*.txt")], &[]),
+        set(&[("static/a.txt", "static/a.txt")])
+    );
+    assert_eq!(
+        app.placed(&[pattern("static/**/*.txt")], &[]),
+        set(&[
+            ("static/a.txt", "static/a.txt"),
+            ("static/sub/c.txt", "static/sub/c.txt")
+        ])
+    );
+    // Matching nothing is no error in Spin: the guest just has no such files.
+    assert_eq!(
+        app.resolve(&[pattern("nothing/*.txt")], &[]).unwrap(),
+        vec![Entry::Dir(PathBuf::new())]
+    );
+}
+
+#[test]
+fn a_directory_named_alone_lands_where_spin_4_0_2_puts_it() {
+    // v4.0.2's copy_glob_or_path joins the destination to the pattern and
+    // then to the path from the app root: `static/a.txt` at `/static/static/a.txt`.
+    let app = app();
+    let placed = app.placed(&[pattern("static")], &[]);
+    assert!(
+        placed.contains(&("static/a.txt".into(), "static/static/a.txt".into())),
+        "{placed:?}"
+    );
+    assert!(placed.contains(&("static/sub/c.txt".into(), "static/static/sub/c.txt".into())));
+}
+
+#[test]
+fn a_placed_directory_goes_under_its_destination() {
+    let app = app();
+    let placed = app.placed(&[placement("static/sub", "/assets")], &[]);
+    assert_eq!(placed, set(&[("static/sub/c.txt", "assets/c.txt")]));
+    let at_root = app.placed(&[placement("static", "/")], &[]);
+    assert!(at_root.contains(&("static/a.txt".into(), "a.txt".into())));
+    assert!(at_root.contains(&("static/sub/c.txt".into(), "sub/c.txt".into())));
+    // The destination directory exists even when nothing lands in it.
+    let entries = app
+        .resolve(&[placement("static/sub", "/assets")], &["**/*"])
+        .unwrap();
+    assert_eq!(entries, vec![Entry::Dir("assets".into())]);
+}
+
+#[test]
+fn a_placed_file_goes_to_its_destination_which_must_name_a_file() {
+    let app = app();
+    assert_eq!(
+        app.placed(&[placement("single.txt", "/data/one.txt")], &[]),
+        set(&[("single.txt", "data/one.txt")])
+    );
+    for destination in ["/", "/data/", "."] {
+        let error = app.error(&[placement("single.txt", destination)], &[]);
+        assert!(
+            error.contains(&format!(
+                "{destination:?} is not a valid destination file name"
+            )),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn exclude_files_drops_matches_from_globs_and_directories_only() {
+    let app = app();
+    let exclude = &["static/secret/*", "**/*.css"];
+    let placed = app.placed(&[pattern("static/**/*")], exclude);
+    assert_eq!(
+        placed,
+        set(&[
+            ("static/a.txt", "static/a.txt"),
+            ("static/empty/.keep", "static/empty/.keep"),
+            ("static/sub/c.txt", "static/sub/c.txt")
+        ])
+    );
+    // Matched against the path from the app directory, not from the source.
+    let placed = app.placed(&[placement("static", "/")], exclude);
+    assert!(!placed.iter().any(|(source, _)| source.contains("secret")));
+    // A file named alone is copied even if excluded, as in Spin.
+    assert_eq!(
+        app.placed(&[pattern("static/secret/key.pem")], exclude),
+        set(&[("static/secret/key.pem", "static/secret/key.pem")])
+    );
+}
+
+#[test]
+fn what_spin_refuses_is_refused_in_one_line_with_its_words() {
+    let app = app();
+    let shared = app.dir.parent().unwrap().join("shared");
+    let absolute = shared.join("s.txt").display().to_string();
+    let cases = [
+        (
+            vec![pattern("missing.txt")],
+            "\"missing.txt\" does not exist and doesn't appear to be a glob pattern",
+        ),
+        (
+            vec![placement("missing", "/m")],
+            "File or directory \"missing\" does not exist",
+        ),
+        (
+            vec![pattern("static/..")],
+            "can't end in a parent directory path",
+        ),
+        (vec![pattern("..")], "can't end in a parent directory path"),
+        (
+            vec![pattern("static/.")],
+            "can't end in a current directory path",
+        ),
+        (
+            vec![pattern(&absolute)],
+            "outside the application directory",
+        ),
+        (
+            vec![pattern(&format!("{}/*", shared.display()))],
+            "outside the application directory",
+        ),
+        (
+            vec![placement(&absolute, "/s.txt")],
+            "outside the application directory",
+        ),
+        (
+            vec![pattern("../shared/*")],
+            "outside the application directory",
+        ),
+        (
+            vec![placement("static", "/../up")],
+            "outside the application directory",
+        ),
+        (vec![pattern("static/[")], "Failed to resolve glob pattern"),
+    ];
+    for (files, expected) in cases {
+        let error = app.error(&files, &[]);
+        assert!(error.contains(expected), "{files:?}: {error}");
+        assert!(!error.contains('\n'), "one line: {error}");
+    }
+    let error = app.error(&[pattern("single.txt")], &["["]);
+    assert!(
+        error.contains("Invalid exclude_files glob pattern \"[\""),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_source_directory_beside_the_app_is_placed_as_spin_places_it() {
+    // Spin checks the joined path as written (`app/../shared/s.txt` starts
+    // with `app`), so this is mounted under `spin up`, and here.
+    let app = app();
+    let placed = app.placed(&[placement("../shared", "/shared")], &[]);
+    assert_eq!(placed, set(&[("../shared/s.txt", "shared/s.txt")]));
+}
+
+#[test]
+fn the_copy_holds_each_file_at_its_destination() {
+    let app = app();
+    assert!(
+        Mount::for_component(&app.dir, &[], &["x".into()])
+            .unwrap()
+            .is_none()
+    );
+    let files = [pattern("single.txt"), placement("static", "/assets")];
+    let mount = Mount::for_component(&app.dir, &files, &["static/secret/*".into()])
+        .unwrap()
+        .unwrap();
+    let read = |path: &str| fs::read_to_string(mount.root().join(path)).unwrap();
+    assert_eq!(read("single.txt"), "single");
+    assert_eq!(read("assets/a.txt"), "a");
+    assert_eq!(read("assets/sub/c.txt"), "c");
+    assert!(!mount.root().join("assets/secret").exists());
+    let root = mount.root().to_path_buf();
+    drop(mount);
+    assert!(!root.exists(), "the copy is removed with the application");
+}
+
+#[test]
+fn each_store_opens_the_copy_and_fails_if_it_is_gone() {
+    let app = app();
+    let mount = Mount::for_component(&app.dir, &[pattern("single.txt")], &[])
+        .unwrap()
+        .unwrap();
+    mount.preopen(&mut WasiCtxBuilder::new()).unwrap();
+    // Opened per store: a copy removed from under the server fails that
+    // store (a 500 for its request), never serves an empty root.
+    fs::remove_dir_all(mount.root()).unwrap();
+    assert!(mount.preopen(&mut WasiCtxBuilder::new()).is_err());
+}
