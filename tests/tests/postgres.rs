@@ -200,9 +200,15 @@ fn every_interface_version_reads_and_writes_a_real_database() {
     };
     let state = tempfile::tempdir().unwrap();
     let server = serve(&postgres, state.path());
+    version_2_0(&server);
+    version_3_0(&server);
+    version_4_0(&server);
+    version_4_2_async(&server);
+}
 
-    // fermyon:spin/postgres@2.0.0.
-    let v2 = report(&server, "/v2");
+/// fermyon:spin/postgres@2.0.0.
+fn version_2_0(server: &Server) {
+    let v2 = report(server, "/v2");
     assert_eq!(step(&v2, "inserted"), "inserted: 2");
     assert_has(
         step(&v2, "unsigned"),
@@ -238,9 +244,11 @@ fn every_interface_version_reads_and_writes_a_real_database() {
         step(&v2, "missing table"),
         &["QueryFailed", "no_such_table", "does not exist"],
     );
+}
 
-    // spin:postgres/postgres@3.0.0, opened with a URL.
-    let v3 = report(&server, "/v3");
+/// spin:postgres/postgres@3.0.0, opened with a URL.
+fn version_3_0(server: &Server) {
+    let v3 = report(server, "/v3");
     assert_eq!(step(&v3, "inserted"), "inserted: 2");
     assert_has(
         step(&v3, "columns"),
@@ -271,9 +279,11 @@ fn every_interface_version_reads_and_writes_a_real_database() {
             "Unsupported",
         ],
     );
+}
 
-    // spin:postgres/postgres@4.0.0, sync.
-    let v4 = report(&server, "/v4");
+/// spin:postgres/postgres@4.0.0, sync.
+fn version_4_0(server: &Server) {
+    let v4 = report(server, "/v4");
     assert_eq!(step(&v4, "inserted"), "inserted: 1");
     assert_has(
         step(&v4, "columns"),
@@ -346,9 +356,11 @@ fn every_interface_version_reads_and_writes_a_real_database() {
         &["ValueConversionFailed", "invalid UUID nope"],
     );
     assert_eq!(step(&v4, "wrong type"), "wrong type: true");
+}
 
-    // spin:postgres/postgres@4.2.0's async functions.
-    let streamed = report(&server, "/v4/async");
+/// spin:postgres/postgres@4.2.0's async functions, its builder and its structured errors.
+fn version_4_2_async(server: &Server) {
+    let streamed = report(server, "/async/query");
     assert_eq!(step(&streamed, "inserted"), "inserted: 5");
     assert_has(
         step(&streamed, "columns"),
@@ -364,11 +376,11 @@ fn every_interface_version_reads_and_writes_a_real_database() {
     assert_eq!(step(&streamed, "partial rows"), "partial rows: 2");
     assert_eq!(step(&streamed, "partial result"), "partial result: true");
 
-    let built = report(&server, "/v4/builder");
+    let built = report(server, "/async/builder");
     assert_has(step(&built, "with root"), &["Other", "without TLS"]);
     assert_has(step(&built, "built"), &["Int32(42)"]);
 
-    let structured = report(&server, "/v4/error");
+    let structured = report(server, "/async/error");
     assert_eq!(step(&structured, "code"), "code: 42P01");
     assert_eq!(step(&structured, "severity"), "severity: ERROR");
     assert_has(
@@ -399,7 +411,7 @@ fn addresses_the_manifest_does_not_allow_are_refused_as_spin_refuses_them() {
             "address postgres://localhost:1 is not permitted",
         ],
     );
-    let denied = report(&server, "/v4/denied");
+    let denied = report(&server, "/async/denied");
     assert_has(
         step(&denied, "denied"),
         &[

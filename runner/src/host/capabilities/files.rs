@@ -22,7 +22,7 @@
 //! - `exclude_files` (globs against paths from the manifest's directory) drop
 //!   files found through a glob or a directory, not a file named alone.
 //! - a file outside the manifest's directory is refused with Spin's message.
-//!   Spin checks the joined path as written, so a `{ source = "../shared" }`
+//!   Spin checks the joined path as written, so a `{ source = "../sibling" }`
 //!   directory is mounted, as here; a pattern through `..` (which Spin copies
 //!   outside the component's root, where the guest cannot see it) and a
 //!   destination through `..` are refused here instead.

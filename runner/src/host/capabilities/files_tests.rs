@@ -23,7 +23,7 @@ fn app() -> App {
         ("static/sub/c.txt", "c"),
         ("static/secret/key.pem", "key"),
         ("static/empty/.keep", ""),
-        ("../shared/s.txt", "shared"),
+        ("../sibling/s.txt", "shared"),
     ] {
         let path = dir.join(path);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -221,7 +221,7 @@ fn what_spin_refuses_is_refused_in_one_line_with_its_words() {
             "outside the application directory",
         ),
         (
-            vec![pattern("../shared/*")],
+            vec![pattern("../sibling/*")],
             "outside the application directory",
         ),
         (
@@ -244,11 +244,11 @@ fn what_spin_refuses_is_refused_in_one_line_with_its_words() {
 
 #[test]
 fn a_source_directory_beside_the_app_is_placed_as_spin_places_it() {
-    // Spin checks the joined path as written (`app/../shared/s.txt` starts
+    // Spin checks the joined path as written (`app/../sibling/s.txt` starts
     // with `app`), so this is mounted under `spin up`, and here.
     let app = app();
-    let placed = app.placed(&[placement("../shared", "/shared")], &[]);
-    assert_eq!(placed, set(&[("../shared/s.txt", "shared/s.txt")]));
+    let placed = app.placed(&[placement("../sibling", "/shared")], &[]);
+    assert_eq!(placed, set(&[("../sibling/s.txt", "shared/s.txt")]));
 }
 
 #[test]

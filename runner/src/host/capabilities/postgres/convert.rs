@@ -180,7 +180,10 @@ fn kind_from_wit(kind: RangeBoundKind) -> BoundType {
 }
 
 /// An empty range has no bounds, which reads as unbounded, as in Spin.
-fn range_to_wit<T, W>(range: &Range<T>, map: impl Fn(&T) -> W) -> WitRange<W> {
+fn range_to_wit<T: PartialOrd + Normalizable, W>(
+    range: &Range<T>,
+    map: impl Fn(&T) -> W,
+) -> WitRange<W> {
     let bound = |value: &T, kind| (map(value), kind_to_wit(kind));
     (
         range.lower().map(|b| bound(&b.value, b.type_)),
@@ -195,7 +198,7 @@ fn range_from_wit<T, W>(
 where
     T: PartialOrd + Normalizable,
 {
-    fn bound<S: BoundSided, T, W>(
+    fn bound<S: BoundSided, T: PartialOrd, W>(
         bound: Option<(W, RangeBoundKind)>,
         map: &impl Fn(W) -> Result<T>,
     ) -> Result<Option<RangeBound<S, T>>> {

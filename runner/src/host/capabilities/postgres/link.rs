@@ -25,7 +25,7 @@ struct Version<P, R, E> {
 pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     link_sync(
         linker,
-        Version {
+        &Version {
             name: V2,
             params: |params: Vec<v2::ParameterValue>| {
                 params.into_iter().map(ParameterValue::try_from).collect()
@@ -39,7 +39,7 @@ pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
 pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     link_sync(
         linker,
-        Version {
+        &Version {
             name: V3,
             params: |params: Vec<v3::ParameterValue>| {
                 Ok(params.into_iter().map(ParameterValue::from).collect())
@@ -62,14 +62,14 @@ fn drop_resource<T: HostState, R: 'static>(
 }
 
 /// `connection` with `open`, `query` and `execute`, in `version`'s types.
-fn link_sync<T, P, R, E>(linker: &mut Linker<T>, version: Version<P, R, E>) -> Result<()>
+fn link_sync<T, P, R, E>(linker: &mut Linker<T>, version: &Version<P, R, E>) -> Result<()>
 where
     T: HostState,
     P: ComponentType + Lift + Send + Sync + 'static,
     R: ComponentType + Lower + Send + Sync + 'static,
     E: ComponentType + Lower + Send + Sync + 'static,
 {
-    let Version {
+    let &Version {
         name,
         params,
         rows,
@@ -152,7 +152,7 @@ type AsyncRows = (
 pub fn link_v4<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     link_sync(
         linker,
-        Version {
+        &Version {
             name: V4,
             params: Ok,
             rows: std::convert::identity,

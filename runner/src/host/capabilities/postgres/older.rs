@@ -51,6 +51,11 @@ macro_rules! older_types {
             #[derive(ComponentType, Lift, Lower, Debug, Clone, Copy, PartialEq, Eq)]
             #[component(enum)]
             #[repr(u8)]
+            #[allow(
+                dead_code,
+                reason = "every WIT case is declared for the type to match the interface; \
+                          2.0.0's unsigned types are never a PostgreSQL column's type"
+            )]
             pub enum DbDataType {
                 #[component(name = "boolean")] Boolean,
                 #[component(name = "int8")] Int8,

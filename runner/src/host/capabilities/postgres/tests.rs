@@ -26,13 +26,18 @@ fn both_address_forms_are_checked_as_spin_checks_them() {
     ] {
         assert!(check_address(&allowed, address).is_ok(), "{address}");
     }
-    // Spin names the host and port it checked; without a port, just the host.
+    // Spin names the host and port it checked; a URL without a port is parsed
+    // with 5432, a key-value string without one names no port.
     assert_eq!(
         refused(&allowed, "postgres://user:pw@db.local:5432/app"),
         "address postgres://db.local:5432 is not permitted"
     );
     assert_eq!(
         refused(&allowed, "postgres://other.local/app"),
+        "address postgres://other.local:5432 is not permitted"
+    );
+    assert_eq!(
+        refused(&allowed, "host=other.local dbname=app"),
         "address postgres://other.local is not permitted"
     );
     assert_eq!(

@@ -2,12 +2,12 @@
 //! functions against the database of the component's `address` variable. Each
 //! route answers `200` with one line per step, `<step>: <what came back>`.
 //!
-//! - `/v4/async`: `open-async`, DDL and a parameterised insert with
+//! - `/async/query`: `open-async`, DDL and a parameterised insert with
 //!   `execute-async`, the rows back through `query-async`'s stream, and a
 //!   query that fails part-way (its error arrives on the future);
-//! - `/v4/builder`: the connection builder (`set-ca-root`, `build-async`);
-//! - `/v4/error`: PostgreSQL's structured error for a missing table;
-//! - `/v4/denied`: `open-async` of an address the manifest does not allow.
+//! - `/async/builder`: the connection builder (`set-ca-root`, `build-async`);
+//! - `/async/error`: PostgreSQL's structured error for a missing table;
+//! - `/async/denied`: `open-async` of an address the manifest does not allow.
 
 use spin_sdk::http::{IntoResponse, Request, Response};
 use spin_sdk::http_service;
@@ -18,10 +18,10 @@ use spin_sdk::variables;
 async fn handle_postgres(req: Request) -> anyhow::Result<impl IntoResponse> {
     let mut report = Vec::new();
     let outcome = match req.uri().path() {
-        "/v4/async" => streamed(&mut report).await,
-        "/v4/builder" => builder(&mut report).await,
-        "/v4/error" => structured_error(&mut report).await,
-        "/v4/denied" => {
+        "/async/query" => streamed(&mut report).await,
+        "/async/builder" => builder(&mut report).await,
+        "/async/error" => structured_error(&mut report).await,
+        "/async/denied" => {
             let opened = Connection::open("postgres://postgres@10.9.8.7:5432/x").await;
             report.push(format!("denied: {:?}", opened.map(drop)));
             Ok(())
