@@ -154,3 +154,89 @@ fn another_file_is_measured_and_what_cannot_apply_is_skipped_with_the_reason() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An app that calls out and keeps state: the benchmark file starts the
+/// upstream its outbound calls reach (`[[service]]`, here `hello-native`) and
+/// names the runtime config file its key-value store needs; both probes fail
+/// without them (the outbound one answers `502` when the upstream is not
+/// there; the key-value app does not start without `cache` defined). The
+/// service is stopped when the run ends.
+#[test]
+fn an_app_that_calls_out_is_measured_with_its_service_and_runtime_config() {
+    let root = workspace_root();
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = e2e::Server::free_addr();
+    let outbound = root.join("target/wasm32-wasip2/release/outbound_app.wasm");
+    let key_value =
+        root.join("tests/apps/key-value/target/wasm32-wasip2/release/key_value_app.wasm");
+    let manifest = format!(
+        r#"spin_manifest_version = 2
+[application]
+name = "calls-out"
+[[trigger.http]]
+route = "/proxy"
+component = "outbound"
+[[trigger.http]]
+route = "/..."
+component = "key-value"
+[component.outbound]
+source = "{}"
+allowed_outbound_hosts = ["http://{upstream}"]
+[component.key-value]
+source = "{}"
+key_value_stores = ["default", "cache"]
+"#,
+        outbound.display(),
+        key_value.display()
+    );
+    std::fs::write(dir.path().join("spin.toml"), manifest).unwrap();
+    std::fs::write(
+        dir.path().join("runtime-config.toml"),
+        "[key_value_store.cache]\ntype = \"spin\"\npath = \"cache.db\"\n",
+    )
+    .unwrap();
+    let benchmark = format!(
+        r#"runtime_config = "runtime-config.toml"
+
+[[service]]
+command = "{} --listen {upstream}"
+ready = "{upstream}"
+
+[[component]]
+id = "outbound"
+probe = {{ path = "/proxy?http://{upstream}/hello" }}
+
+[[component]]
+id = "key-value"
+probe = {{ path = "/cache" }}
+"#,
+        root.join("target/release/hello-native").display()
+    );
+    std::fs::write(dir.path().join("spinbench.toml"), benchmark).unwrap();
+
+    let report = compare(
+        &[
+            "-f",
+            dir.path().to_str().unwrap(),
+            "--quick",
+            "--hosts",
+            "wasm",
+            "--measurements",
+            "instance_cold_start,process_cold_start",
+        ],
+        "calls-out",
+    );
+    for measurement in ["instance_cold_start", "process_cold_start"] {
+        for function in ["outbound", "key-value"] {
+            let measured = support::metrics(&report, measurement, "wasm")
+                .into_iter()
+                .filter(|m| m["function"] == function)
+                .any(|m| m["summary"]["p50"].as_f64().is_some_and(|v| v > 0.0));
+            assert!(measured, "{measurement} of {function} on wasm: {report}");
+        }
+    }
+    assert!(
+        std::net::TcpStream::connect(upstream).is_err(),
+        "the service still listens on {upstream} after the run"
+    );
+}

@@ -7,6 +7,7 @@
 
 pub mod derive;
 mod raw;
+mod service;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +21,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 pub use raw::{Throughput, Users};
+pub use service::Service;
 
 /// The file `compare` reads when given none: the repository's function set.
 pub const DEFAULT_FILE: &str = "spinbench.toml";
@@ -33,6 +35,10 @@ pub struct BenchFile {
     pub manifest: PathBuf,
     /// The WASIp3 flavour's manifest, for the `wasm-p3` host.
     pub p3_manifest: Option<PathBuf>,
+    /// Spin's runtime config file, given to every host that reads one.
+    pub runtime_config: Option<PathBuf>,
+    /// Local processes to start for the run, in the file's order.
+    pub services: Vec<Service>,
     /// In the file's order, which is the report's.
     pub components: Vec<Component>,
 }
@@ -253,9 +259,19 @@ impl BenchFile {
             }
             components.push(component(c, &dir, &at, line_of(text, span.start))?);
         }
+        let services = file
+            .service
+            .into_iter()
+            .map(|s| {
+                let line = line_of(text, s.span().start);
+                service::service(s.get_ref(), &dir, &at, line)
+            })
+            .collect::<Result<_, _>>()?;
         Ok(BenchFile {
             manifest: dir.join(file.manifest.unwrap_or_else(|| "spin.toml".into())),
             p3_manifest: file.p3_manifest.map(|p| dir.join(p)),
+            runtime_config: file.runtime_config.map(|p| dir.join(p)),
+            services,
             dir,
             components,
         })
@@ -388,27 +404,34 @@ fn request_at(
     })
 }
 
+/// A native command: it must say where to listen.
 fn command_line(text: &Spanned<String>, dir: &Path, at: At) -> Result<CommandLine, FileError> {
-    let span = text.span();
-    let words = shlex::split(text.get_ref())
-        .filter(|w| !w.is_empty())
-        .ok_or_else(|| {
-            at(
-                span.clone(),
-                format!("cannot split command {:?}", text.get_ref()),
-            )
-        })?;
-    if !words
+    let line = split_command(text, dir, at)?;
+    if !line
+        .args
         .iter()
         .any(|w| w.contains("{addr}") || w.contains("{port}"))
     {
         return Err(at(
-            span,
+            text.span(),
             "a native command says where to listen with {addr} or {port}".into(),
         ));
     }
+    Ok(line)
+}
+
+/// A command line split as a shell would; a relative program path is the
+/// app's own build (relative to the file), a bare name is looked up on PATH.
+fn split_command(text: &Spanned<String>, dir: &Path, at: At) -> Result<CommandLine, FileError> {
+    let words = shlex::split(text.get_ref())
+        .filter(|w| !w.is_empty())
+        .ok_or_else(|| {
+            at(
+                text.span(),
+                format!("cannot split command {:?}", text.get_ref()),
+            )
+        })?;
     let program = PathBuf::from(&words[0]);
-    // A relative path is the app's own build; a bare name is looked up on PATH.
     let program = if words[0].contains('/') && program.is_relative() {
         dir.join(program)
     } else {

@@ -18,8 +18,23 @@ pub struct File {
     pub manifest: Option<PathBuf>,
     /// The WASIp3 flavour's manifest (the `wasm-p3` host), if the app has one.
     pub p3_manifest: Option<PathBuf>,
+    /// Spin's runtime config file (key-value stores, SQLite databases), as
+    /// `spin up --runtime-config-file` takes it.
+    pub runtime_config: Option<PathBuf>,
+    #[serde(default)]
+    pub service: Vec<Spanned<Service>>,
     #[serde(default)]
     pub component: Vec<Spanned<Component>>,
+}
+
+/// A local process the app's outbound calls reach, started for the run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    pub command: Spanned<String>,
+    /// The `127.0.0.1:PORT` it accepts TCP connections on once ready.
+    pub ready: Spanned<String>,
+    pub ready_timeout: Option<Seconds>,
 }
 
 #[derive(Debug, Deserialize)]

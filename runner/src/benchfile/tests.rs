@@ -284,3 +284,57 @@ fn components_missing_from_the_manifest_are_named() {
         "{e}"
     );
 }
+
+#[test]
+fn services_and_the_runtime_config_are_read() {
+    let text = format!(
+        r#"runtime_config = "rc/runtime-config.toml"
+
+[[service]]
+command = "bin/stub --listen 127.0.0.1:8081 --name 'stub one'"
+ready = "127.0.0.1:8081"
+
+[[service]]
+command = "redis-server --port 6390"
+ready = "[::1]:6390"
+ready_timeout = "30s"
+
+{MINIMAL}"#
+    );
+    let file = parse(&text).unwrap();
+    assert_eq!(
+        file.runtime_config.as_deref(),
+        Some(Path::new("/app/rc/runtime-config.toml"))
+    );
+    let [stub, redis] = &file.services[..] else {
+        panic!("two services: {:?}", file.services)
+    };
+    assert_eq!(stub.command.program, Path::new("/app/bin/stub"));
+    assert_eq!(
+        stub.command.args,
+        ["--listen", "127.0.0.1:8081", "--name", "stub one"]
+    );
+    assert_eq!(stub.ready, "127.0.0.1:8081".parse().unwrap());
+    assert_eq!(stub.ready_timeout, Duration::from_secs(10));
+    assert_eq!(stub.line, 3);
+    // A bare program name is looked up on PATH when started.
+    assert_eq!(redis.command.program, Path::new("redis-server"));
+    assert_eq!(redis.ready_timeout, Duration::from_secs(30));
+    assert_eq!(redis.line, 7);
+    // Without them: no services, no runtime config.
+    let file = parse(MINIMAL).unwrap();
+    assert!(file.services.is_empty() && file.runtime_config.is_none());
+}
+
+#[test]
+fn a_service_must_be_ready_on_a_loopback_port() {
+    for ready in ["10.0.0.1:80", "127.0.0.1", "localhost:80", "127.0.0.1:0"] {
+        let text = format!("[[service]]\ncommand = \"stub\"\nready = \"{ready}\"\n{MINIMAL}");
+        let error = error_at(&text, 3);
+        assert!(error.contains("loopback"), "{ready}: {error}");
+    }
+    let text = format!("[[service]]\ncommand = \"stub\"\n{MINIMAL}");
+    assert!(parse(&text).unwrap_err().to_string().contains("ready"));
+    let text = format!("[[service]]\ncommand = \"\"\nready = \"127.0.0.1:1\"\n{MINIMAL}");
+    assert!(error_at(&text, 2).contains("cannot split command"));
+}

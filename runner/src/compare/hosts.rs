@@ -179,6 +179,9 @@ pub fn command(
             let mut cmd = Command::new(on_path("spin")?);
             cmd.args(["up", "-f"])
                 .arg(function_manifest(paths, function)?);
+            if let Some(file) = &paths.runtime_config {
+                cmd.arg("--runtime-config-file").arg(file);
+            }
             cmd
         }
         HostKind::WasmtimeServe | HostKind::WasmtimeServeTuned => {
@@ -278,7 +281,7 @@ impl NeverServed {
 
 /// What a host that gave up said: its last `Error:` line (a backtrace may follow
 /// it, as from `wasmtime serve`), else its last non-empty line; at most 300 characters.
-fn last_line(log: &Path) -> String {
+pub(super) fn last_line(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines = || text.lines().rev().map(str::trim).filter(|l| !l.is_empty());
     let line = lines()
@@ -384,7 +387,7 @@ pub fn remove_logs() {
     let _ = std::fs::remove_dir_all(log_dir());
 }
 
-fn log_path(label: &str) -> Result<PathBuf> {
+pub(super) fn log_path(label: &str) -> Result<PathBuf> {
     let dir = log_dir();
     std::fs::create_dir_all(&dir)?;
     Ok(dir.join(format!("{}.log", label.replace(['/', ' '], "_"))))
@@ -398,6 +401,9 @@ fn runner_serving(paths: &Paths, manifest: &Path, cache: &Cache) -> Result<Comma
         Cache::Dir(dir) => cmd.arg("--cache-dir").arg(dir),
         Cache::Off => cmd.arg("--no-cache"),
     };
+    if let Some(file) = &paths.runtime_config {
+        cmd.arg("--runtime-config-file").arg(file);
+    }
     Ok(cmd)
 }
 

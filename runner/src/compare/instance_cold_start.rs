@@ -156,6 +156,7 @@ pub fn in_process_host(run: &Run, f: &Function, p3: bool) -> Result<Host> {
     let manifest = Manifest::load(&manifest)?;
     let options = HostOptions {
         cache_dir: Some(run.paths.cache_dir()),
+        runtime_config_file: run.paths.runtime_config.clone(),
         ..HostOptions::default()
     };
     Host::new(&manifest, &options).context("loading the component")

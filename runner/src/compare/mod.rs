@@ -16,6 +16,7 @@ pub mod pin;
 pub mod plain;
 pub mod process_cold_start;
 pub mod scenarios;
+pub mod services;
 pub mod tree;
 pub mod wrk;
 
@@ -153,6 +154,8 @@ pub struct Paths {
     /// The app's manifest and its WASIp3 flavour's.
     manifest: PathBuf,
     p3_manifest: Option<PathBuf>,
+    /// Spin's runtime config file, for the hosts that read one.
+    pub runtime_config: Option<PathBuf>,
     /// One-component manifests written beside the app's, by flavour and
     /// component id: written once, read by every start. Removed at the end.
     written: Mutex<BTreeMap<(&'static str, String), PathBuf>>,
@@ -170,6 +173,14 @@ impl Paths {
             work,
             manifest: file.manifest.clone(),
             p3_manifest: file.p3_manifest.clone(),
+            runtime_config: file
+                .runtime_config
+                .as_deref()
+                .map(|path| {
+                    std::fs::canonicalize(path)
+                        .with_context(|| format!("runtime_config {}", path.display()))
+                })
+                .transpose()?,
             written: Mutex::default(),
         })
     }
@@ -413,6 +424,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         .enable_all()
         .build()?;
     group::stop_all_on_signal(&signals);
+    let services = services::start(&file.services, &run.paths.root)?;
     // The in-process measurements run on one thread: the measuring loop, the
     // instance and a WASIp3 instance's worker task, so a request crosses no
     // thread. On a multi-thread runtime the loop (on `block_on`'s thread) and the
@@ -423,6 +435,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         .enable_all()
         .build()?;
     measure_all(&mut run, &in_process);
+    drop(services);
     // Every group is stopped by its guard already; this catches any leak.
     group::stop_all();
     hosts::remove_logs();

@@ -15,7 +15,9 @@
 //! - `/llm?<model>`: infers with `<model>` (`fermyon:spin/llm@2.0.0`):
 //!   `inferred`, or `error=<error>`;
 //! - `/self?<text>`: reaches out to nothing, answers `reached the app: <text>`
-//!   (what a request to `self` through `/http` finds).
+//!   (what a request to `self` through `/http` finds);
+//! - `/proxy?<url>`: a GET of `<url>`, answered with its status and body, or
+//!   `502` and the error (a probe that fails when the upstream is not there).
 
 // `#[http_component]` expands to the component's exported ABI (`export_name`, unsafe
 // blocks), which wit-bindgen generates from the WIT and the canonical ABI.
@@ -44,6 +46,7 @@ mod component {
                 }
             }
             "/self" => format!("reached the app: {target}"),
+            "/proxy" => return proxy(&target).await,
             _ => return Response::new(404, "no such test"),
         };
         Response::new(200, report)
@@ -61,6 +64,13 @@ mod component {
                 String::from_utf8_lossy(response.body())
             ),
             Err(error) => format!("error={error:?}"),
+        }
+    }
+
+    async fn proxy(url: &str) -> Response {
+        match spin_sdk::http::send::<_, Response>(Request::new(Method::Get, url)).await {
+            Ok(response) => Response::new(*response.status(), response.body().to_vec()),
+            Err(error) => Response::new(502, format!("error={error:?}")),
         }
     }
 
