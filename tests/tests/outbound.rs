@@ -344,9 +344,10 @@ fn databases_are_refused_as_spin_refuses_them() {
             "/postgres?postgres://user:pw@other.local:5432/app",
             "address postgres://other.local:5432 is not permitted",
         ),
+        // A URL without a port is parsed with PostgreSQL's 5432, and Spin names it.
         (
             "/postgres4?postgres://other.local/app",
-            "address postgres://other.local is not permitted",
+            "address postgres://other.local:5432 is not permitted",
         ),
         (
             "/mysql?mysql://root@db.local/app",

@@ -48,12 +48,18 @@ fn the_spin_4_template_app_answers_with_its_route_match_and_variable() {
     // A path the `:name` route does not match is Spin's empty 404.
     let none = get(&server.url("/hello/Ada/Lovelace"));
     assert_eq!((none.status, none.body.len()), (404, 0));
-    // Its `println!` reaches the log, as under `spin up`.
-    let log = server.log();
-    assert!(
-        log.contains("guest[spin4-template") && log.contains("Handling request to"),
-        "{log}"
-    );
+    // Its `println!` reaches the log, as under `spin up`: written by the host's
+    // logger once the guest's output stream is read, which may be just after
+    // the response went out, so the log is read until it shows (or 5 s pass).
+    let printed =
+        |log: &str| log.contains("guest[spin4-template") && log.contains("Handling request to");
+    let waited = std::time::Instant::now();
+    let mut log = server.log();
+    while !printed(&log) && waited.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        log = server.log();
+    }
+    assert!(printed(&log), "{log}");
     assert!(
         log.contains("WASI 0.3.0-rc-2026-03-15 served as 0.3.0"),
         "{log}"
