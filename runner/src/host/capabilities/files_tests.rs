@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fs;
 
 /// `<tmp>/app` holding a manifest, a file, and `static/` with a subdirectory
-/// and a secret; `<tmp>/shared/s.txt` beside it, outside the app.
+/// and a secret; `<tmp>/sibling/s.txt` beside it, outside the app.
 struct App {
     _tmp: tempfile::TempDir,
     dir: PathBuf,
@@ -23,7 +23,7 @@ fn app() -> App {
         ("static/sub/c.txt", "c"),
         ("static/secret/key.pem", "key"),
         ("static/empty/.keep", ""),
-        ("../sibling/s.txt", "shared"),
+        ("../sibling/s.txt", "sibling"),
     ] {
         let path = dir.join(path);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -188,8 +188,8 @@ fn exclude_files_drops_matches_from_globs_and_directories_only() {
 #[test]
 fn what_spin_refuses_is_refused_in_one_line_with_its_words() {
     let app = app();
-    let shared = app.dir.parent().unwrap().join("shared");
-    let absolute = shared.join("s.txt").display().to_string();
+    let sibling = app.dir.parent().unwrap().join("sibling");
+    let absolute = sibling.join("s.txt").display().to_string();
     let cases = [
         (
             vec![pattern("missing.txt")],
@@ -213,7 +213,7 @@ fn what_spin_refuses_is_refused_in_one_line_with_its_words() {
             "outside the application directory",
         ),
         (
-            vec![pattern(&format!("{}/*", shared.display()))],
+            vec![pattern(&format!("{}/*", sibling.display()))],
             "outside the application directory",
         ),
         (
@@ -247,8 +247,8 @@ fn a_source_directory_beside_the_app_is_placed_as_spin_places_it() {
     // Spin checks the joined path as written (`app/../sibling/s.txt` starts
     // with `app`), so this is mounted under `spin up`, and here.
     let app = app();
-    let placed = app.placed(&[placement("../sibling", "/shared")], &[]);
-    assert_eq!(placed, set(&[("../sibling/s.txt", "shared/s.txt")]));
+    let placed = app.placed(&[placement("../sibling", "/sibling")], &[]);
+    assert_eq!(placed, set(&[("../sibling/s.txt", "sibling/s.txt")]));
 }
 
 #[test]
