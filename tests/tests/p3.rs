@@ -19,6 +19,8 @@ fn requests() -> Vec<(&'static str, String, Option<&'static str>, Vec<u8>)> {
         ("GET", "/hello".to_string(), None, vec![]),
         ("POST", "/hello".to_string(), None, vec![]),
         ("GET", "/hello/extra".to_string(), None, vec![]),
+        ("GET", "/hello-sdk".to_string(), None, vec![]),
+        ("POST", "/hello-sdk?anything=1".to_string(), None, vec![]),
         ("POST", "/echo".to_string(), Some("application/json"), seed),
         (
             "POST",

@@ -1,5 +1,14 @@
 //! The WASIp3 component host side: serves an [`Endpoint`] from a
-//! `wasi:http/handler@0.3.0` export (spin-sdk 7's `#[http_service]`).
+//! `wasi:http/handler@0.3.0` export, written on the WASI 0.3 bindings (the
+//! `wasip3` crate) rather than spin-sdk 7's `#[http_service]`.
+//!
+//! Why not the SDK: a reused instance pays for its guest code on every request, and
+//! `#[http_service]` turns each request into an `http::Request` (its headers copied
+//! into a `HeaderMap`, its URI parsed) before the handler sees it, and the response
+//! back. Here the request's method, path and the two headers an endpoint reads come
+//! straight from the `wasi:http/types.request` resource, as the WASIp2 adapter does
+//! (docs/performance.md, "Lean WASIp3 adapter"). The p3 build of `hello-sdk` keeps
+//! the SDK's entry, so the set still measures what a `spin new` WASIp3 app costs.
 //!
 //! It answers exactly as [`crate::component`] (the WASIp2 flavour) does: the same
 //! [`Endpoint::admit`] check first (405, declared-length 413), the same handler
@@ -13,8 +22,8 @@
 //! Routing belongs to the host, as in the WASIp2 flavour.
 
 use crate::{ApiError, Endpoint, Handler, Head, Reply};
-use wasip3::http::types::{self, ErrorCode, Fields};
-use wasip3::http_compat::Request;
+pub use wasip3;
+use wasip3::http::types::{self, ErrorCode, Fields, Method, Request};
 use wasip3::wit_bindgen::{FutureReader, FutureWriter, StreamReader, StreamResult};
 use wasip3::{wit_future, wit_stream};
 
@@ -23,12 +32,11 @@ const BUFFERED_CHUNK: usize = 16 * 1024;
 /// The one read buffer of a streamed body: bigger reads, fewer trips to the host.
 const STREAMED_CHUNK: usize = 64 * 1024;
 
-/// Answers one request; each function's `#[http_service]` calls just this.
+/// Answers one request; each function's `spin_p3_component!` export calls just this.
 pub async fn serve(endpoint: &'static Endpoint, req: Request) -> types::Response {
     let head = head_of(&req);
-    // `#[http_service]` wraps the request without starting its body, so the raw
-    // `wasi:http/types.request` is still there to read the body from directly.
-    let body = req.into_body().take_unstarted();
+    // Only an endpoint that reads a body opens it.
+    let body = endpoint.body_limit().is_some().then_some(req);
     let reply = answer(endpoint, &head, body).await;
     respond(reply.unwrap_or_else(|e| e.to_reply()))
 }
@@ -72,19 +80,42 @@ async fn answer(
 }
 
 fn head_of(req: &Request) -> Head {
+    let headers = req.get_headers();
+    // `fields.get` answers every value of a name; an endpoint reads the first.
     let header = |name: &str| {
-        req.headers()
+        headers
             .get(name)
-            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
-            .map(str::to_string)
+            .into_iter()
+            .next()
+            .and_then(|v| String::from_utf8(v).ok())
     };
+    let path_with_query = req.get_path_with_query().unwrap_or_default();
+    let (path, query) = path_with_query
+        .split_once('?')
+        .unwrap_or((path_with_query.as_str(), ""));
     Head {
-        method: req.method().as_str().to_string(),
-        path: req.uri().path().to_string(),
-        query: req.uri().query().unwrap_or("").to_string(),
+        method: method_name(req.get_method()),
+        path: path.to_string(),
+        query: query.to_string(),
         content_type: header("content-type"),
         content_length: header("content-length").and_then(|v| v.parse().ok()),
     }
+}
+
+fn method_name(method: Method) -> String {
+    let name = match method {
+        Method::Get => "GET",
+        Method::Head => "HEAD",
+        Method::Post => "POST",
+        Method::Put => "PUT",
+        Method::Delete => "DELETE",
+        Method::Connect => "CONNECT",
+        Method::Options => "OPTIONS",
+        Method::Trace => "TRACE",
+        Method::Patch => "PATCH",
+        Method::Other(other) => return other,
+    };
+    name.to_string()
 }
 
 /// Reads the whole body into one buffer, sized from the declared length when there
@@ -179,26 +210,35 @@ fn respond(reply: Reply) -> types::Response {
         rx
     });
     let (response, _transmitted) = types::Response::new(fields, contents, trailers);
-    response
-        .set_status_code(reply.status)
-        .expect("our status codes are valid");
+    // A new response is a 200 already: one host call fewer for most replies.
+    if reply.status != 200 {
+        response
+            .set_status_code(reply.status)
+            .expect("our status codes are valid");
+    }
     response
 }
 
 /// Declares a function's WASIp3 Spin entry: a `wasi:http/handler@0.3.0` export
-/// (spin-sdk 7's `#[http_service]`) that serves `$endpoint`.
-///
-/// spin-sdk's macro expands to `::spin_sdk` paths, so the calling crate (the
-/// function's `p3` entry crate) depends on spin-sdk 7 as `spin-sdk`, for wasm32 only.
+/// that serves `$endpoint`.
 #[macro_export]
 macro_rules! spin_p3_component {
     ($endpoint:path) => {
-        #[::spin_sdk::http_service]
-        async fn handle(
-            req: ::spin_sdk::http::Request,
-        ) -> ::spin_sdk::wasip3::http::types::Response {
-            // `$crate` does not survive the trip through a proc macro, hence `::glue`.
-            ::glue::component_p3::serve(&$endpoint, req).await
+        struct SpinComponent;
+
+        impl $crate::component_p3::wasip3::exports::http::handler::Guest for SpinComponent {
+            async fn handle(
+                req: $crate::component_p3::wasip3::http::types::Request,
+            ) -> Result<
+                $crate::component_p3::wasip3::http::types::Response,
+                $crate::component_p3::wasip3::http::types::ErrorCode,
+            > {
+                Ok($crate::component_p3::serve(&$endpoint, req).await)
+            }
         }
+
+        $crate::component_p3::wasip3::http::service::export!(
+            SpinComponent with_types_in $crate::component_p3::wasip3
+        );
     };
 }

@@ -1,4 +1,4 @@
-//! `cpu` as a WASIp3 component (`wasi:http/handler@0.3.0`, spin-sdk 7); the
+//! `cpu` as a WASIp3 component (`wasi:http/handler@0.3.0`, glue's adapter); the
 //! logic and its WASIp2 entry live in the crate above.
 
 #[cfg(target_arch = "wasm32")]
