@@ -181,25 +181,44 @@ pub async fn respond(invocation: Invocation, holds: Holds) -> Result<Response<Bo
         mut response,
         ..
     } = invocation;
-    tokio::select! {
-        biased;
-        head = &mut response => match head {
-            Ok(Ok(head)) => Ok(head.map(|body| {
-                use http_body_util::BodyExt;
-                GuestBody {
-                    body,
-                    call: Some((call, holds)),
-                    ended: false,
-                }
-                .boxed_unsync()
-            })),
-            Ok(Err(code)) => Err(Failure::GuestError(code)),
-            Err(_closed) => Err(call.await.err().unwrap_or(Failure::NoResponse)),
-        },
-        // The call ended (its store, and so the response channel's sender, with
-        // it): whatever it sent is in the channel.
-        outcome = &mut call => await_response(response, std::future::ready(outcome)).await,
+    // The head is only ever sent from inside the guest's call (`response-outparam.set`
+    // is a host call the guest makes, and the channel closes when the call drops its
+    // store), so it is looked for after each poll of the call, without registering a
+    // waker: that waker would be this same task, and a task woken during its own poll
+    // is requeued as a yield, which wakes the other worker, one `futex` and one
+    // context switch per request (docs/performance.md, "The self-wake").
+    let progress = std::future::poll_fn(|cx| {
+        let outcome = call.as_mut().poll(cx);
+        match (response.try_recv(), outcome) {
+            (Ok(head), outcome) => Poll::Ready(Progress::Head(head, outcome.is_pending())),
+            (Err(_), Poll::Ready(outcome)) => Poll::Ready(Progress::Ended(outcome)),
+            // Nothing sent yet, or the guest dropped its outparam: the call goes on.
+            (Err(_), Poll::Pending) => Poll::Pending,
+        }
+    })
+    .await;
+    match progress {
+        // The call ended with its head sent: nothing left to drive.
+        Progress::Head(Ok(head), false) => Ok(head),
+        Progress::Head(Ok(head), true) => Ok(head.map(|body| {
+            use http_body_util::BodyExt;
+            GuestBody {
+                body,
+                call: Some((call, holds)),
+                ended: false,
+            }
+            .boxed_unsync()
+        })),
+        Progress::Head(Err(code), _) => Err(Failure::GuestError(code)),
+        Progress::Ended(outcome) => Err(outcome.err().unwrap_or(Failure::NoResponse)),
     }
+}
+
+/// How far [`respond`]'s loop got: the guest's head (and whether its call is still
+/// running), or its call's end without one.
+enum Progress {
+    Head(Result<Response<Body>, ErrorCode>, bool),
+    Ended(Result<(), Failure>),
 }
 
 /// A WASIp2 guest's response body, with the guest's call (and its instance's
@@ -259,18 +278,5 @@ impl Drop for GuestBody {
                 drop(holds);
             });
         }
-    }
-}
-
-/// Waits for the response head; if the channel closes without one, the call's
-/// outcome says why.
-pub async fn await_response(
-    response: ResponseReceiver,
-    call: impl Future<Output = Result<(), Failure>>,
-) -> Result<Response<Body>, Failure> {
-    match response.await {
-        Ok(Ok(response)) => Ok(response),
-        Ok(Err(code)) => Err(Failure::GuestError(code)),
-        Err(_closed) => Err(call.await.err().unwrap_or(Failure::NoResponse)),
     }
 }
