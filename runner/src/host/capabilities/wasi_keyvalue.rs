@@ -286,8 +286,9 @@ fn store_of(table: &ResourceTable, bucket: &Resource<Bucket>) -> wasmtime::Resul
 }
 
 /// Defines a function taking a bucket first: the store behind the handle,
-/// then `$call` awaited on it, its error made this interface's. Functions are synchronous in the WIT; the host
-/// awaits SQLite on tokio's blocking pool, as `key_value::link_v2` does.
+/// then `$call` awaited on it, its error made this interface's. Functions are
+/// synchronous in the WIT; the host awaits SQLite on tokio's blocking pool, as
+/// `key_value::link_v2` does.
 macro_rules! bucket_fn {
     ($instance:expr, $name:literal, |$store:ident $(, $arg:ident: $ty:ty)*| $call:expr) => {
         $instance.func_wrap_async(
