@@ -27,6 +27,7 @@ build: setup
 	$(SPINBENCH) build -f tests/template-app/llm
 	$(SPINBENCH) build -f tests/apps/spin4-template
 	$(SPINBENCH) build -f tests/apps/key-value
+	$(SPINBENCH) build -f tests/apps/wasi-keyvalue
 	$(SPINBENCH) build -f tests/apps/sqlite
 	$(SPINBENCH) build -f tests/apps/postgres
 	$(SPINBENCH) build -f tests/apps/outbound

@@ -113,8 +113,10 @@ fn location(config: &RuntimeConfig, entry: &toml::Table) -> Result<Location> {
     }
 }
 
-/// Spin's table, created on first use.
+/// Spin's table, created on first use, and the `rarray` table function that
+/// `wasi:keyvalue/batch` queries with (as Spin's `key-value-spin` loads it).
 fn setup(connection: &rusqlite::Connection) -> rusqlite::Result<()> {
+    rusqlite::vtab::array::load_module(connection)?;
     connection.execute(
         "CREATE TABLE IF NOT EXISTS spin_key_value (
             store TEXT NOT NULL,
@@ -154,7 +156,9 @@ impl ComponentContext {
 }
 
 impl Store {
-    async fn run<R: Send + 'static>(
+    /// Runs `work` on the store's connection with its label; `wasi_keyvalue`
+    /// builds its batch and atomic operations on it.
+    pub(super) async fn run<R: Send + 'static>(
         &self,
         work: impl FnOnce(&rusqlite::Connection, &str) -> rusqlite::Result<R> + Send + 'static,
     ) -> Result<R, KeyValueError> {
@@ -234,7 +238,7 @@ impl Store {
     }
 }
 
-fn too_large() -> KeyValueError {
+pub(super) fn too_large() -> KeyValueError {
     KeyValueError::Other(format!(
         "query result exceeds limit of {MAX_RESULT_BYTES} bytes"
     ))

@@ -27,6 +27,7 @@ pub mod sockets;
 pub mod sqlite;
 pub mod variables;
 pub mod wasi;
+pub mod wasi_keyvalue;
 
 pub use context::{AppServices, ComponentContext};
 
@@ -89,6 +90,8 @@ pub enum Group {
     RdbmsTypesV2,
     /// `fermyon:spin/llm@2.0.0`: linked, every call refused.
     LlmV2,
+    /// `wasi:keyvalue/{store,batch,atomics}@0.2.0-draft2`, over the key-value stores.
+    WasiKeyValue,
 }
 
 impl Group {
@@ -199,6 +202,18 @@ pub static INTERFACES: &[Interface] = &[
         name: llm::V2,
         group: Group::LlmV2,
     },
+    Interface {
+        name: wasi_keyvalue::STORE,
+        group: Group::WasiKeyValue,
+    },
+    Interface {
+        name: wasi_keyvalue::BATCH,
+        group: Group::WasiKeyValue,
+    },
+    Interface {
+        name: wasi_keyvalue::ATOMICS,
+        group: Group::WasiKeyValue,
+    },
 ];
 
 /// The group that provides `import`, if the runner provides it.
@@ -254,6 +269,7 @@ where
             Group::MysqlV3 => mysql::link_v3(linker)?,
             Group::RdbmsTypesV2 => mysql::link_rdbms_types_v2(linker)?,
             Group::LlmV2 => llm::link_v2(linker)?,
+            Group::WasiKeyValue => wasi_keyvalue::link(linker)?,
         }
     }
     Ok(())
