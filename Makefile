@@ -29,6 +29,7 @@ build: setup
 	$(SPINBENCH) build -f tests/apps/key-value
 	$(SPINBENCH) build -f tests/apps/sqlite
 	$(SPINBENCH) build -f tests/apps/postgres
+	$(SPINBENCH) build -f tests/apps/mysql
 	$(SPINBENCH) build -f tests/apps/outbound
 	$(SPINBENCH) build -f tests/apps/files
 

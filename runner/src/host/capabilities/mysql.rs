@@ -90,9 +90,33 @@ impl Pools {
 pub struct Connection(Arc<tokio::sync::Mutex<mysql_async::Conn>>);
 
 /// Spin's `connection-failed` for anything that stops a connection: the
-/// error's debug text, as Spin formats its `anyhow` error.
+/// error as Spin formats it, its `anyhow` error's debug form (the error, then
+/// `Caused by:` and its sources). Written out here because anyhow's appends a
+/// backtrace of the host when `RUST_BACKTRACE` is set (Spin's does then too).
 fn connection_failed(error: mysql_async::Error) -> Error {
-    Error::ConnectionFailed(format!("{:?}", anyhow::Error::from(error)))
+    Error::ConnectionFailed(anyhow_debug(&error))
+}
+
+/// What `format!("{:?}", anyhow::Error::from(error))` gives without a backtrace.
+fn anyhow_debug(error: &dyn std::error::Error) -> String {
+    use std::fmt::Write as _;
+    let mut text = error.to_string();
+    let causes: Vec<String> = std::iter::successors(error.source(), |e| e.source())
+        .map(ToString::to_string)
+        .collect();
+    if !causes.is_empty() {
+        text.push_str("\n\nCaused by:");
+        for (index, cause) in causes.iter().enumerate() {
+            // anyhow indents a cause's further lines under its first.
+            if causes.len() == 1 {
+                let _ = write!(text, "\n    {}", cause.replace('\n', "\n    "));
+            } else {
+                let cause = cause.replace('\n', "\n       ");
+                let _ = write!(text, "\n{index:>5}: {cause}");
+            }
+        }
+    }
+    text
 }
 
 /// Whether a URL query parameter is the `ssl-mode` Spin reads.

@@ -64,8 +64,24 @@ fn addresses_mysql_async_rejects_fail_to_connect_instead_of_panicking() {
     );
     let pool = connection_failed(build_opts("mysql://127.0.0.1/db?pool_min=5&pool_max=1"));
     assert!(pool.contains("pool_min"), "{pool}");
-    let garbage = connection_failed(build_opts("not a url"));
-    assert!(garbage.contains("URL parse error"), "{garbage}");
+    // As Spin words it (anyhow's debug form of mysql_async's error), and no
+    // host backtrace in it even with RUST_BACKTRACE set.
+    assert_eq!(
+        connection_failed(build_opts("not a url")),
+        "URL error: `URL parse error: relative URL without a base'\n\nCaused by:\n    \
+         0: URL parse error: relative URL without a base\n    \
+         1: relative URL without a base"
+    );
+}
+
+#[test]
+fn connection_errors_read_as_anyhow_formats_them() {
+    for address in ["not a url", "postgres://127.0.0.1/db", "mysql://127.0.0.1/db?x=y"] {
+        let error = || mysql_async::Error::from(mysql_async::Opts::from_url(address).unwrap_err());
+        let anyhow = format!("{:?}", anyhow::Error::from(error()));
+        let without_backtrace = anyhow.split("\n\nStack backtrace:").next().unwrap();
+        assert_eq!(super::anyhow_debug(&error()), without_backtrace, "{address}");
+    }
 }
 
 #[test]
