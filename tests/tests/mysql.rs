@@ -4,6 +4,7 @@
 //! interface versions, `fermyon:spin/mysql@2.0.0` (spin-sdk 5, sync) and
 //! `spin:mysql/mysql@3.0.0` (spin-sdk 7, async, rows as a stream), with DDL,
 //! parameters of every case, values of every column type Spin converts, NULLs,
+//! a fresh session on each connection the pool hands out,
 //! types it does not convert, errors, and addresses the manifest does not
 //! allow. Skipped with a message when MariaDB's `mariadbd` and
 //! `mariadb-install-db` (or MySQL's `mysqld` and `mysql_install_db`) are not
@@ -95,7 +96,7 @@ impl Mysql {
             .spawn()
             .unwrap();
         let mysql = Mysql { server, port, dir };
-        mysql.wait_until_accepting(Duration::from_secs(60));
+        mysql.wait_until_accepting(Duration::from_mins(1));
         Some(mysql)
     }
 
@@ -190,6 +191,12 @@ fn both_interface_versions_read_and_write_a_real_database() {
     version_2_0_types(&server);
     version_2_0_other_types(&server);
     version_2_0_errors(&server);
+    // Twice: the second time, the pool has connections to hand out again.
+    for _ in 0..2 {
+        let session = report(&server, "/v2/session");
+        assert_eq!(step(&session, "set"), "set: [[DbValue::Int64(42)]]");
+        assert_eq!(step(&session, "next"), "next: [[DbValue::DbNull]]");
+    }
     version_3_0_async(&server);
 }
 
@@ -282,7 +289,11 @@ fn version_2_0_errors(server: &Server) {
     );
     assert_has(
         step(&errors, "bad sql"),
-        &["QueryFailed", "code: 1064", "You have an error in your SQL syntax"],
+        &[
+            "QueryFailed",
+            "code: 1064",
+            "You have an error in your SQL syntax",
+        ],
     );
     assert_has(
         step(&errors, "out of range"),
@@ -296,7 +307,10 @@ fn version_2_0_errors(server: &Server) {
             "Driver(StmtParamsMismatch { required: 1, supplied: 0 })",
         ],
     );
-    assert_has(step(&errors, "closed"), &["QueryFailed", "ConnectionClosed"]);
+    assert_has(
+        step(&errors, "closed"),
+        &["QueryFailed", "ConnectionClosed"],
+    );
     assert_has(step(&errors, "reopened"), &["Ok(", "Int32(2)"]);
 }
 
@@ -367,7 +381,11 @@ fn addresses_the_manifest_does_not_allow_are_refused_as_spin_refuses_them() {
     let password = step(&denied, "wrong password");
     assert_has(
         password,
-        &["ConnectionFailed", "Access denied for user 'spin'", "Caused by:"],
+        &[
+            "ConnectionFailed",
+            "Access denied for user 'spin'",
+            "Caused by:",
+        ],
     );
     // anyhow's form, as Spin's, but never the host's backtrace in it.
     assert!(!password.contains("backtrace"), "{password}");

@@ -1,6 +1,6 @@
 //! Outbound MySQL, as Spin 4.0.2 serves it (spinframework/spin
 //! `crates/factor-outbound-mysql`, `src/client.rs` and `src/host.rs`):
-//! `fermyon:spin/mysql@2.0.0` (spin-sdk 2 to 6, sync) and
+//! `fermyon:spin/mysql@2.0.0` (spin-sdk 2 to 7, sync) and
 //! `spin:mysql/mysql@3.0.0` (spin-sdk 7, async functions: `query` hands its
 //! rows over as a stream). Both have the types of
 //! `fermyon:spin/rdbms-types@2.0.0`, which PostgreSQL 2.0.0 shares: they are
@@ -27,9 +27,6 @@
 //! `connection-failed` without connecting, where Spin connects with TLS. A
 //! `socket=` option is refused too: it would reach a Unix socket the
 //! allow-list cannot name (Spin lets mysql_async use it).
-
-// `Error` is the interface's own `error` variant, handed to the guest as it is.
-#![allow(clippy::result_large_err)]
 
 use super::ComponentContext;
 use super::outbound_hosts::AllowedHosts;
@@ -93,8 +90,8 @@ pub struct Connection(Arc<tokio::sync::Mutex<mysql_async::Conn>>);
 /// error as Spin formats it, its `anyhow` error's debug form (the error, then
 /// `Caused by:` and its sources). Written out here because anyhow's appends a
 /// backtrace of the host when `RUST_BACKTRACE` is set (Spin's does then too).
-fn connection_failed(error: mysql_async::Error) -> Error {
-    Error::ConnectionFailed(anyhow_debug(&error))
+fn connection_failed(error: &mysql_async::Error) -> Error {
+    Error::ConnectionFailed(anyhow_debug(error))
 }
 
 /// What `format!("{:?}", anyhow::Error::from(error))` gives without a backtrace.
@@ -131,7 +128,7 @@ fn is_ssl_param(name: &str) -> bool {
 /// rejects; this answers `connection-failed` with mysql_async's reason. What
 /// spinbench cannot connect as asked (TLS, a Unix socket) is refused.
 pub fn build_opts(address: &str) -> Result<mysql_async::Opts, Error> {
-    let url = url::Url::parse(address).map_err(|e| connection_failed(e.into()))?;
+    let url = url::Url::parse(address).map_err(|e| connection_failed(&e.into()))?;
     let use_ssl = url
         .query_pairs()
         .any(|(k, v)| is_ssl_param(&k) && v.to_lowercase() != "disabled");
@@ -152,7 +149,7 @@ pub fn build_opts(address: &str) -> Result<mysql_async::Opts, Error> {
     cleaned.set_query(None);
     cleaned.query_pairs_mut().extend_pairs(kept);
     let opts =
-        mysql_async::Opts::from_url(cleaned.as_str()).map_err(|e| connection_failed(e.into()))?;
+        mysql_async::Opts::from_url(cleaned.as_str()).map_err(|e| connection_failed(&e.into()))?;
     if opts.socket().is_some() {
         return Err(Error::ConnectionFailed(
             "spinbench serve does not connect to MySQL through a Unix socket (`socket=`)"
@@ -185,7 +182,7 @@ impl ComponentContext {
 
 /// The second half of `open`: a connection of `pool`, connected if need be.
 pub async fn connect(pool: &mysql_async::Pool) -> Result<Connection, Error> {
-    let conn = pool.get_conn().await.map_err(connection_failed)?;
+    let conn = pool.get_conn().await.map_err(|e| connection_failed(&e))?;
     Ok(Connection(Arc::new(tokio::sync::Mutex::new(conn))))
 }
 
@@ -226,7 +223,7 @@ impl Connection {
             .exec_iter(statement, params)
             .await
             .map_err(|e| Error::QueryFailed(format!("{e:?}")))?;
-        let columns = convert::columns(result.columns());
+        let columns = convert::columns(result.columns_ref());
         let mut rows = Vec::new();
         let mut error = None;
         let mut bytes = size_of::<RowSet>();

@@ -13,7 +13,6 @@ use crate::host::capabilities::postgres::older::v2::DbDataType;
 use mysql_async::Value;
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::FromValue;
-use std::sync::Arc;
 
 /// A parameter as mysql_async sends it: booleans as integers, strings and
 /// binaries as bytes.
@@ -37,10 +36,9 @@ pub fn parameter(value: ParameterValue) -> Value {
 }
 
 /// The columns of a result; none for a statement without a result set.
-pub fn columns(columns: Option<Arc<[mysql_async::Column]>>) -> Vec<Column> {
+pub fn columns(columns: &[mysql_async::Column]) -> Vec<Column> {
     columns
         .iter()
-        .flat_map(|columns| columns.iter())
         .map(|column| Column {
             name: column.name_str().into_owned(),
             data_type: data_type(column),
@@ -80,11 +78,14 @@ fn numeric_type(kind: ColumnType, signed: bool) -> DbDataType {
 fn character_type(kind: ColumnType, binary: bool) -> DbDataType {
     use ColumnType as C;
     match (kind, binary) {
-        // TEXT is a BLOB without the binary flag.
-        (C::MYSQL_TYPE_BLOB, false) => DbDataType::Str,
-        (C::MYSQL_TYPE_BLOB, true) => DbDataType::Binary,
-        (C::MYSQL_TYPE_STRING | C::MYSQL_TYPE_VAR_STRING, true) => DbDataType::Binary,
-        (C::MYSQL_TYPE_STRING | C::MYSQL_TYPE_VAR_STRING, false) => DbDataType::Str,
+        // TEXT is a BLOB without the binary flag, BINARY and VARBINARY are
+        // CHAR and VARCHAR (STRING and VAR_STRING) with it.
+        (C::MYSQL_TYPE_BLOB | C::MYSQL_TYPE_STRING | C::MYSQL_TYPE_VAR_STRING, true) => {
+            DbDataType::Binary
+        }
+        (C::MYSQL_TYPE_BLOB | C::MYSQL_TYPE_STRING | C::MYSQL_TYPE_VAR_STRING, false) => {
+            DbDataType::Str
+        }
         // VARCHAR is a character type that servers do not send in results.
         _ => DbDataType::Other,
     }

@@ -143,9 +143,8 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
          (handle, statement, params): (Resource<Connection>, String, Vec<ParameterValue>)| {
             Box::pin(async move {
                 let connection = accessor.with(|mut access| connection(access.get(), &handle))?;
-                let rows = match connection.query_rows(&statement, params).await {
-                    Ok(rows) => rows,
-                    Err(_) => return Ok((Err(query_not_run()),)),
+                let Ok(rows) = connection.query_rows(&statement, params).await else {
+                    return Ok((Err(query_not_run()),));
                 };
                 let outcome = rows.error.map_or(Ok(()), Err);
                 accessor.with(

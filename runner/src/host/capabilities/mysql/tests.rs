@@ -76,11 +76,19 @@ fn addresses_mysql_async_rejects_fail_to_connect_instead_of_panicking() {
 
 #[test]
 fn connection_errors_read_as_anyhow_formats_them() {
-    for address in ["not a url", "postgres://127.0.0.1/db", "mysql://127.0.0.1/db?x=y"] {
+    for address in [
+        "not a url",
+        "postgres://127.0.0.1/db",
+        "mysql://127.0.0.1/db?x=y",
+    ] {
         let error = || mysql_async::Error::from(mysql_async::Opts::from_url(address).unwrap_err());
         let anyhow = format!("{:?}", anyhow::Error::from(error()));
         let without_backtrace = anyhow.split("\n\nStack backtrace:").next().unwrap();
-        assert_eq!(super::anyhow_debug(&error()), without_backtrace, "{address}");
+        assert_eq!(
+            super::anyhow_debug(&error()),
+            without_backtrace,
+            "{address}"
+        );
     }
 }
 
@@ -167,10 +175,10 @@ fn column_types_are_picked_as_spin_picks_them() {
         );
     }
     let named = mysql_async::Column::new(C::MYSQL_TYPE_LONG).with_name(b"id");
-    let columns = convert::columns(Some(vec![named].into()));
+    let columns = convert::columns(&[named]);
     assert_eq!(columns[0].name, "id");
     assert_eq!(columns[0].data_type, DbDataType::Int32);
-    assert!(convert::columns(None).is_empty());
+    assert!(convert::columns(&[]).is_empty());
 }
 
 fn typed(data_type: DbDataType) -> Vec<Column> {

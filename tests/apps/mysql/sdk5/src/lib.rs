@@ -10,6 +10,8 @@
 //!   them reads, a value is a conversion failure (as in Spin);
 //! - `/v2/errors`: a missing table, bad SQL, a value out of its column's
 //!   range, a parameter count mismatch (which closes the connection);
+//! - `/v2/session`: a session variable set on one connection, then read on
+//!   the next one opened (from the pool: a fresh session, as in Spin);
 //! - `/v2/denied`: an address the manifest does not allow, a wrong password,
 //!   and an allowed address asking for TLS.
 
@@ -25,6 +27,7 @@ fn handle(req: Request) -> Response {
         "/v2/other" => other(&mut report),
         "/v2/errors" => errors(&mut report),
         "/v2/denied" => denied(&mut report),
+        "/v2/session" => session(&mut report),
         _ => return Response::new(404, "no such route"),
     };
     if let Err(error) = outcome {
@@ -98,8 +101,11 @@ fn types(report: &mut Vec<String>) -> Step {
         ],
     )
     .map_err(failed)?;
-    db.execute("INSERT INTO v2_items (id, name) VALUES (?, ?)", &[P::Int64(2), P::DbNull])
-        .map_err(failed)?;
+    db.execute(
+        "INSERT INTO v2_items (id, name) VALUES (?, ?)",
+        &[P::Int64(2), P::DbNull],
+    )
+    .map_err(failed)?;
     report.push("inserted: 2".to_string());
     select(report, &db, "SELECT * FROM v2_items ORDER BY id")?;
     let set = db
@@ -162,6 +168,17 @@ fn errors(report: &mut Vec<String>) -> Step {
     // Its pool does not hand the closed connection out again.
     let reopened = open()?.query("SELECT 2", &[]);
     report.push(format!("reopened: {:?}", reopened.map(|set| set.rows)));
+    Ok(())
+}
+
+fn session(report: &mut Vec<String>) -> Step {
+    let db = open()?;
+    db.execute("SET @spin_mark = 42", &[]).map_err(failed)?;
+    let set = db.query("SELECT @spin_mark", &[]).map_err(failed)?;
+    report.push(format!("set: {:?}", set.rows));
+    drop(db);
+    let set = open()?.query("SELECT @spin_mark", &[]).map_err(failed)?;
+    report.push(format!("next: {:?}", set.rows));
     Ok(())
 }
 
