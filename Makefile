@@ -30,6 +30,7 @@ build: setup
 	$(SPINBENCH) build -f tests/apps/wasi-keyvalue
 	$(SPINBENCH) build -f tests/apps/sqlite
 	$(SPINBENCH) build -f tests/apps/postgres
+	$(SPINBENCH) build -f tests/apps/mysql
 	$(SPINBENCH) build -f tests/apps/outbound
 	$(SPINBENCH) build -f tests/apps/files
 

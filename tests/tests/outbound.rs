@@ -338,6 +338,7 @@ fn databases_are_refused_as_spin_refuses_them() {
     let (_dir, server) = serve(&[
         "postgres://db.local:5433".to_string(),
         "postgres://127.0.0.1:1".to_string(),
+        "mysql://127.0.0.1:1".to_string(),
     ]);
     for (path, message) in [
         (
@@ -356,6 +357,8 @@ fn databases_are_refused_as_spin_refuses_them() {
         // Allowed, so dialled: nothing listens there (tests/tests/postgres.rs
         // has a server).
         ("/postgres?postgres://user@127.0.0.1:1/app", "Connect"),
+        // tests/tests/mysql.rs has a MySQL server.
+        ("/mysql?mysql://root@127.0.0.1:1/app", "Connection refused"),
     ] {
         let answer = ask(&server, path);
         assert!(

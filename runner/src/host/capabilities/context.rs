@@ -5,7 +5,7 @@
 
 use super::outbound_hosts::AllowedHosts;
 use super::runtime_config::RuntimeConfig;
-use super::{files, key_value, outbound_http, postgres, sqlite};
+use super::{files, key_value, mysql, outbound_http, postgres, sqlite};
 use crate::manifest::{Manifest, variables};
 use anyhow::{Result, anyhow};
 use std::collections::BTreeMap;
@@ -27,6 +27,8 @@ pub struct ComponentContext {
     pub services: Arc<AppServices>,
     /// Its PostgreSQL connection pools, one per address (Spin pools per component).
     pub postgres: postgres::Pools,
+    /// Its MySQL connection pools, one per address.
+    pub mysql: mysql::Pools,
 }
 
 /// A component's `key_value_stores`, `sqlite_databases`, `ai_models` and
@@ -127,6 +129,7 @@ impl ComponentContext {
                     },
                     services: services.clone(),
                     postgres: postgres::Pools::default(),
+                    mysql: mysql::Pools::default(),
                 };
                 Ok((id.to_string(), Arc::new(context)))
             })
@@ -147,6 +150,7 @@ impl ComponentContext {
             files: None,
             services: Arc::default(),
             postgres: postgres::Pools::default(),
+            mysql: mysql::Pools::default(),
         }
     }
 }

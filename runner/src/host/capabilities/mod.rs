@@ -82,8 +82,7 @@ pub enum Group {
     PostgresV2,
     PostgresV3,
     PostgresV4,
-    /// `fermyon:spin/mysql@2.0.0`, `spin:mysql/mysql@3.0.0` (async): linked,
-    /// no database reached.
+    /// `fermyon:spin/mysql@2.0.0`, `spin:mysql/mysql@3.0.0` (async): served.
     MysqlV2,
     MysqlV3,
     /// `fermyon:spin/rdbms-types@2.0.0`, types only.

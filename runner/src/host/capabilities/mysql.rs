@@ -1,148 +1,284 @@
-//! MySQL (`fermyon:spin/mysql@2.0.0`, `spin:mysql/mysql@3.0.0`): linked, so
-//! that apps importing it start as under `spin up`, but no database is
-//! reached. `open` answers `error::connection-failed` with Spin's message for
-//! an address the component's `allowed_outbound_hosts` do not allow
-//! (spinframework/spin `crates/factor-outbound-mysql/src/host.rs`), and says
-//! that spinbench does not connect to MySQL for one they allow. No connection
-//! ever exists, so the connection methods cannot be reached; they trap if they
-//! are. (PostgreSQL is served: [`super::postgres`].)
+//! Outbound MySQL, as Spin 4.0.2 serves it (spinframework/spin
+//! `crates/factor-outbound-mysql`, `src/client.rs` and `src/host.rs`):
+//! `fermyon:spin/mysql@2.0.0` (spin-sdk 2 to 7, sync) and
+//! `spin:mysql/mysql@3.0.0` (spin-sdk 7, async functions: `query` hands its
+//! rows over as a stream). Both have the types of
+//! `fermyon:spin/rdbms-types@2.0.0`, which PostgreSQL 2.0.0 shares: they are
+//! [`super::postgres::older::v2`]'s, here as in Spin.
 //!
-//! The functions are defined with dynamic types (`func_new`): only `open`'s
-//! result is built, and it has the same shape in every version.
+//! `open(address)` takes a `mysql://user:pw@host:port/db?...` URL. The address
+//! must be allowed by the component's `allowed_outbound_hosts` (scheme
+//! `mysql`, port 3306 by default), else `connection-failed("address ... is
+//! not permitted")`, as Spin answers. An allowed address is parsed as Spin
+//! parses it (its `ssl-mode` query parameter taken out, the rest mysql_async's
+//! URL options) and gets a connection from the component's pool for that
+//! address, held until the guest drops it. Spin opens a pool of its own for
+//! each `open` and takes one connection from it; a pool per address reuses
+//! connections across requests instead (mysql_async resets a connection's
+//! session when it goes back into its pool, so the guest sees a fresh one).
+//!
+//! Statements run as Spin runs them: prepared, with positional `?`
+//! parameters (`execute` through `exec_batch`, `query` through `exec_iter`),
+//! values and column types converted as Spin converts them ([`convert`]).
+//!
+//! No TLS (mysql_async is built without it, to keep the build short): an
+//! address asking for it (`ssl-mode` other than `disabled`; Spin ignores
+//! mysql_async's own `require_ssl`, and so does this) answers
+//! `connection-failed` without connecting, where Spin connects with TLS. A
+//! `socket=` option is refused too: it would reach a Unix socket the
+//! allow-list cannot name (Spin lets mysql_async use it).
 
-use super::HostState;
+use super::ComponentContext;
 use super::outbound_hosts::AllowedHosts;
-use anyhow::Result;
-use wasmtime::component::{Accessor, Linker, ResourceType, Val};
+use super::postgres::older::Error;
+use super::postgres::older::v2::{Column, DbValue, ParameterValue, RowSet};
+use mysql_async::prelude::Queryable as _;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+mod convert;
+mod link;
+
+pub use link::{link_rdbms_types_v2, link_v2, link_v3};
 
 pub const V2: &str = "fermyon:spin/mysql@2.0.0";
 pub const V3: &str = "spin:mysql/mysql@3.0.0";
 /// The types both 2.0.0 interfaces use: an interface of types only.
 pub const RDBMS_TYPES_V2: &str = "fermyon:spin/rdbms-types@2.0.0";
 
-/// The host side of `connection`, never made.
-struct Never;
+/// The most addresses a component keeps a pool for; more are unlikely, and
+/// the pools are dropped (their connections live on while in use) past it.
+const POOLS: usize = 16;
+/// The most a query may return, as Spin caps it (`MAX_HOST_BUFFERED_BYTES`).
+const MAX_RESULT_BYTES: usize = super::sqlite::MAX_RESULT_BYTES;
 
-/// What `open(address)` answers: Spin's refusal, or that spinbench does not
-/// connect to MySQL.
-fn refusal(allowed: &AllowedHosts, address: &str) -> String {
-    if allowed.allows_url(address, "mysql") {
-        return format!(
-            "spinbench serve does not connect to MySQL (address {address} is allowed; `spin up` connects)"
-        );
-    }
-    format!("address {address} is not permitted")
-}
+/// One component's connection pools, by address.
+#[derive(Default)]
+pub struct Pools(Mutex<HashMap<String, mysql_async::Pool>>);
 
-fn connection_failed(message: String) -> Val {
-    Val::Result(Err(Some(Box::new(Val::Variant(
-        "connection-failed".into(),
-        Some(Box::new(Val::String(message))),
-    )))))
-}
-
-fn address_of(params: &[Val]) -> String {
-    match params.first() {
-        Some(Val::String(address)) => address.clone(),
-        _ => String::new(),
+impl std::fmt::Debug for Pools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count = self.0.lock().map_or(0, |pools| pools.len());
+        write!(f, "Pools({count} addresses)")
     }
 }
 
-/// The functions of one interface, by how they are linked.
-struct Functions<'a> {
-    open: &'a [&'a str],
-    open_async: &'a [&'a str],
-    /// Reached only through a connection, which never exists: they trap.
-    others: &'a [&'a str],
-    others_async: &'a [&'a str],
-}
-
-fn unreachable(name: &str, function: &str) -> wasmtime::Error {
-    wasmtime::format_err!("{name}#{function}: spinbench serve makes no database connections")
-}
-
-/// Links `name`: its resources, `open` (sync or async) answering
-/// [`refusal`], and the other functions as traps.
-fn link<T: HostState>(
-    linker: &mut Linker<T>,
-    name: &'static str,
-    functions: &Functions<'static>,
-) -> Result<()> {
-    let mut instance = linker.instance(name)?;
-    instance.resource("connection", ResourceType::host::<Never>(), |_, _| Ok(()))?;
-    for open in functions.open {
-        instance.func_new(open, move |store, _, params, results| {
-            let allowed = &store.data().context().grants.allowed_outbound_hosts;
-            results[0] = connection_failed(refusal(allowed, &address_of(params)));
-            Ok(())
-        })?;
+impl Pools {
+    fn pool(&self, address: &str, opts: mysql_async::Opts) -> mysql_async::Pool {
+        let mut pools = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(pool) = pools.get(address) {
+            return pool.clone();
+        }
+        if pools.len() >= POOLS {
+            pools.clear();
+        }
+        let pool = mysql_async::Pool::new(opts);
+        pools.insert(address.to_string(), pool.clone());
+        pool
     }
-    for open in functions.open_async {
-        instance.func_new_concurrent(open, move |accessor: &Accessor<T>, _, params, results| {
-            Box::pin(async move {
-                let message = accessor.with(|mut access| {
-                    let allowed = &access.get().context().grants.allowed_outbound_hosts;
-                    refusal(allowed, &address_of(params))
-                });
-                results[0] = connection_failed(message);
-                Ok(())
-            })
-        })?;
-    }
-    for &other in functions.others {
-        instance.func_new(other, move |_, _, _, _| Err(unreachable(name, other)))?;
-    }
-    for &other in functions.others_async {
-        instance.func_new_concurrent(other, move |_: &Accessor<T>, _, _, _| {
-            Box::pin(async move { Err(unreachable(name, other)) })
-        })?;
-    }
-    Ok(())
 }
 
-const OPEN: &[&str] = &["[static]connection.open"];
-const METHODS: &[&str] = &["[method]connection.query", "[method]connection.execute"];
+/// An open connection. The guest's calls on it take turns, as in Spin (a lock
+/// per connection); it goes back to its pool when the guest drops it.
+#[derive(Clone)]
+pub struct Connection(Arc<tokio::sync::Mutex<mysql_async::Conn>>);
 
-pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
-    let functions = Functions {
-        open: OPEN,
-        open_async: &[],
-        others: METHODS,
-        others_async: &[],
-    };
-    link(linker, V2, &functions)
+/// Spin's `connection-failed` for anything that stops a connection: the
+/// error as Spin formats it, its `anyhow` error's debug form (the error, then
+/// `Caused by:` and its sources). Written out here because anyhow's appends a
+/// backtrace of the host when `RUST_BACKTRACE` is set (Spin's does then too).
+fn connection_failed(error: &mysql_async::Error) -> Error {
+    Error::ConnectionFailed(anyhow_debug(error))
 }
 
-pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
-    let functions = Functions {
-        open: &[],
-        open_async: OPEN,
-        others: &[],
-        others_async: METHODS,
-    };
-    link(linker, V3, &functions)
+/// What `format!("{:?}", anyhow::Error::from(error))` gives without a backtrace.
+fn anyhow_debug(error: &dyn std::error::Error) -> String {
+    use std::fmt::Write as _;
+    let mut text = error.to_string();
+    let causes: Vec<String> = std::iter::successors(error.source(), |e| e.source())
+        .map(ToString::to_string)
+        .collect();
+    if !causes.is_empty() {
+        text.push_str("\n\nCaused by:");
+        for (index, cause) in causes.iter().enumerate() {
+            // anyhow indents a cause's further lines under its first.
+            if causes.len() == 1 {
+                let _ = write!(text, "\n    {}", cause.replace('\n', "\n    "));
+            } else {
+                let cause = cause.replace('\n', "\n       ");
+                let _ = write!(text, "\n{index:>5}: {cause}");
+            }
+        }
+    }
+    text
 }
 
-/// `fermyon:spin/rdbms-types@2.0.0` has no functions or resources: an empty
-/// instance satisfies its import (its types are checked where they are used).
-pub fn link_rdbms_types_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
-    linker.instance(RDBMS_TYPES_V2)?;
-    Ok(())
+/// Whether a URL query parameter is the `ssl-mode` Spin reads.
+fn is_ssl_param(name: &str) -> bool {
+    ["ssl-mode", "sslmode"].contains(&name.to_lowercase().as_str())
+}
+
+/// The connection options of `address`, built as Spin's `build_opts` builds
+/// them: `ssl-mode` taken out of the URL, the rest given to mysql_async, TLS
+/// asked for by `ssl-mode` alone (mysql_async's own `require_ssl` overridden).
+/// Spin hands mysql_async the URL through a conversion that panics on one it
+/// rejects; this answers `connection-failed` with mysql_async's reason. What
+/// spinbench cannot connect as asked (TLS, a Unix socket) is refused.
+pub fn build_opts(address: &str) -> Result<mysql_async::Opts, Error> {
+    let url = url::Url::parse(address).map_err(|e| connection_failed(&e.into()))?;
+    let use_ssl = url
+        .query_pairs()
+        .any(|(k, v)| is_ssl_param(&k) && v.to_lowercase() != "disabled");
+    if use_ssl {
+        // mysql_async built without TLS panics when asked to connect with it.
+        return Err(Error::ConnectionFailed(
+            "spinbench serve connects to MySQL without TLS, and this address asks for it \
+             (ssl-mode); `spin up` connects with TLS"
+                .to_string(),
+        ));
+    }
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| !is_ssl_param(k))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let mut cleaned = url.clone();
+    cleaned.set_query(None);
+    cleaned.query_pairs_mut().extend_pairs(kept);
+    let opts =
+        mysql_async::Opts::from_url(cleaned.as_str()).map_err(|e| connection_failed(&e.into()))?;
+    if opts.socket().is_some() {
+        return Err(Error::ConnectionFailed(
+            "spinbench serve does not connect to MySQL through a Unix socket (`socket=`)"
+                .to_string(),
+        ));
+    }
+    Ok(mysql_async::OptsBuilder::from_opts(opts)
+        .ssl_opts(None::<mysql_async::SslOpts>)
+        .into())
+}
+
+/// Spin's allow-list check of `address`, then its options.
+pub fn check_address(allowed: &AllowedHosts, address: &str) -> Result<mysql_async::Opts, Error> {
+    if !allowed.allows_url(address, "mysql") {
+        return Err(Error::ConnectionFailed(format!(
+            "address {address} is not permitted"
+        )));
+    }
+    build_opts(address)
+}
+
+impl ComponentContext {
+    /// The first half of `open(address)`: Spin's checks, then the pool of
+    /// the address (no connection made yet).
+    pub fn mysql_pool(&self, address: &str) -> Result<mysql_async::Pool, Error> {
+        let opts = check_address(&self.grants.allowed_outbound_hosts, address)?;
+        Ok(self.mysql.pool(address, opts))
+    }
+}
+
+/// The second half of `open`: a connection of `pool`, connected if need be.
+pub async fn connect(pool: &mysql_async::Pool) -> Result<Connection, Error> {
+    let conn = pool.get_conn().await.map_err(|e| connection_failed(&e))?;
+    Ok(Connection(Arc::new(tokio::sync::Mutex::new(conn))))
+}
+
+/// A query's rows, read until the end or the first error.
+pub struct Rows {
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<DbValue>>,
+    /// Why the rows stopped before the end: in 2.0.0 the call's error, in
+    /// 3.0.0 what the query's future answers after the rows streamed.
+    pub error: Option<Error>,
+}
+
+fn positional(params: Vec<ParameterValue>) -> mysql_async::Params {
+    mysql_async::Params::Positional(params.into_iter().map(convert::parameter).collect())
+}
+
+impl Connection {
+    /// `execute`: the statement prepared and run once with `params`.
+    pub async fn execute(&self, statement: &str, params: Vec<ParameterValue>) -> Result<(), Error> {
+        let params = positional(params);
+        let mut conn = self.0.lock().await;
+        conn.exec_batch(statement, std::iter::once(params))
+            .await
+            .map_err(|e| Error::QueryFailed(format!("{e:?}")))
+    }
+
+    /// Runs `statement`: failing to run it is the call's error (Spin's
+    /// `query-failed`); what fails while the rows are read ends [`Rows`].
+    pub async fn query_rows(
+        &self,
+        statement: &str,
+        params: Vec<ParameterValue>,
+    ) -> Result<Rows, Error> {
+        use futures::TryStreamExt as _;
+        let params = positional(params);
+        let mut conn = self.0.lock().await;
+        let mut result = conn
+            .exec_iter(statement, params)
+            .await
+            .map_err(|e| Error::QueryFailed(format!("{e:?}")))?;
+        let columns = convert::columns(result.columns_ref());
+        let mut rows = Vec::new();
+        let mut error = None;
+        let mut bytes = size_of::<RowSet>();
+        match result.stream::<mysql_async::Row>().await {
+            Err(e) => error = Some(Error::Other(e.to_string())),
+            Ok(None) => error = Some(Error::Other("unable to stream query result".into())),
+            Ok(Some(mut stream)) => loop {
+                let row = match stream.try_next().await {
+                    Ok(Some(row)) => row,
+                    Ok(None) => break,
+                    Err(e) => {
+                        error = Some(Error::Other(e.to_string()));
+                        break;
+                    }
+                };
+                let values = match convert::row(row, &columns) {
+                    Ok(values) => values,
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                };
+                bytes += values.iter().map(convert::size).sum::<usize>();
+                if bytes > MAX_RESULT_BYTES {
+                    error = Some(Error::Other(format!(
+                        "query result exceeds limit of {MAX_RESULT_BYTES} bytes"
+                    )));
+                    break;
+                }
+                rows.push(values);
+            },
+        }
+        Ok(Rows {
+            columns,
+            rows,
+            error,
+        })
+    }
+
+    /// 2.0.0's `query`: every row, or the first error.
+    pub async fn query(
+        &self,
+        statement: &str,
+        params: Vec<ParameterValue>,
+    ) -> Result<RowSet, Error> {
+        let rows = self.query_rows(statement, params).await?;
+        match rows.error {
+            Some(error) => Err(error),
+            None => Ok(RowSet {
+                columns: rows.columns,
+                rows: rows.rows,
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn open_is_refused_with_spin_s_messages() {
-        let none = AllowedHosts::default();
-        assert_eq!(
-            refusal(&none, "mysql://root@127.0.0.1/app"),
-            "address mysql://root@127.0.0.1/app is not permitted"
-        );
-        let allowed = AllowedHosts::of(&["mysql://db.local"]);
-        let message = refusal(&allowed, "mysql://root@db.local/app");
-        assert!(message.contains("does not connect"), "{message}");
-    }
-}
+mod tests;

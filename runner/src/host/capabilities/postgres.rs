@@ -33,7 +33,7 @@ use wasmtime::component::Resource;
 
 mod convert;
 mod link;
-mod older;
+pub mod older;
 pub mod types;
 
 pub use link::{link_v2, link_v3, link_v4};

@@ -1,7 +1,8 @@
 //! The types of the versions before 4, converted to and from 4.2.0's as Spin
 //! converts them (spinframework/spin `crates/world/src/conversions.rs`):
 //! `spin:postgres/postgres@3.0.0`, and `fermyon:spin/postgres@2.0.0`, whose
-//! types are `fermyon:spin/rdbms-types@2.0.0` (shared with MySQL 2.0.0).
+//! types are `fermyon:spin/rdbms-types@2.0.0`: [`v2`] and [`Error`] are also
+//! MySQL's, in both its versions (`super::super::mysql`).
 //! A value or column type an older version has no case for is `unsupported`
 //! or `other`; an unsigned parameter (2.0.0 only) is refused.
 
@@ -54,7 +55,7 @@ macro_rules! older_types {
             #[allow(
                 dead_code,
                 reason = "every WIT case is declared for the type to match the interface; \
-                          2.0.0's unsigned types are never a PostgreSQL column's type"
+                          a PostgreSQL column is never 2.0.0's unsigned types (MySQL's are)"
             )]
             pub enum DbDataType {
                 #[component(name = "boolean")] Boolean,
