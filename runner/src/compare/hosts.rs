@@ -179,9 +179,7 @@ pub fn command(
             let mut cmd = Command::new(on_path("spin")?);
             cmd.args(["up", "-f"])
                 .arg(function_manifest(paths, function)?);
-            if let Some(file) = &paths.runtime_config {
-                cmd.arg("--runtime-config-file").arg(file);
-            }
+            pass_runtime_config(&mut cmd, paths);
             cmd
         }
         HostKind::WasmtimeServe | HostKind::WasmtimeServeTuned => {
@@ -401,10 +399,16 @@ fn runner_serving(paths: &Paths, manifest: &Path, cache: &Cache) -> Result<Comma
         Cache::Dir(dir) => cmd.arg("--cache-dir").arg(dir),
         Cache::Off => cmd.arg("--no-cache"),
     };
+    pass_runtime_config(&mut cmd, paths);
+    Ok(cmd)
+}
+
+/// The benchmark file's runtime config, to a host that reads Spin's
+/// (`spin up` and `spinbench serve` take the same flag).
+fn pass_runtime_config(cmd: &mut Command, paths: &Paths) {
     if let Some(file) = &paths.runtime_config {
         cmd.arg("--runtime-config-file").arg(file);
     }
-    Ok(cmd)
 }
 
 /// Memory mappings one pool slot of a fresh-instance host costs (measured in
