@@ -20,6 +20,7 @@ pub mod mqtt;
 pub mod mysql;
 pub mod outbound_hosts;
 pub mod outbound_http;
+mod pools;
 pub mod postgres;
 pub mod redis;
 pub mod runtime_config;

@@ -33,8 +33,7 @@ use super::outbound_hosts::AllowedHosts;
 use super::postgres::older::Error;
 use super::postgres::older::v2::{Column, DbValue, ParameterValue, RowSet};
 use mysql_async::prelude::Queryable as _;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 mod convert;
 mod link;
@@ -46,40 +45,11 @@ pub const V3: &str = "spin:mysql/mysql@3.0.0";
 /// The types both 2.0.0 interfaces use: an interface of types only.
 pub const RDBMS_TYPES_V2: &str = "fermyon:spin/rdbms-types@2.0.0";
 
-/// The most addresses a component keeps a pool for; more are unlikely, and
-/// the pools are dropped (their connections live on while in use) past it.
-const POOLS: usize = 16;
 /// The most a query may return, as Spin caps it (`MAX_HOST_BUFFERED_BYTES`).
 const MAX_RESULT_BYTES: usize = super::sqlite::MAX_RESULT_BYTES;
 
 /// One component's connection pools, by address.
-#[derive(Default)]
-pub struct Pools(Mutex<HashMap<String, mysql_async::Pool>>);
-
-impl std::fmt::Debug for Pools {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let count = self.0.lock().map_or(0, |pools| pools.len());
-        write!(f, "Pools({count} addresses)")
-    }
-}
-
-impl Pools {
-    fn pool(&self, address: &str, opts: mysql_async::Opts) -> mysql_async::Pool {
-        let mut pools = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(pool) = pools.get(address) {
-            return pool.clone();
-        }
-        if pools.len() >= POOLS {
-            pools.clear();
-        }
-        let pool = mysql_async::Pool::new(opts);
-        pools.insert(address.to_string(), pool.clone());
-        pool
-    }
-}
+pub type Pools = super::pools::PoolsByAddress<mysql_async::Pool>;
 
 /// An open connection. The guest's calls on it take turns, as in Spin (a lock
 /// per connection); it goes back to its pool when the guest drops it.
@@ -176,7 +146,9 @@ impl ComponentContext {
     /// the address (no connection made yet).
     pub fn mysql_pool(&self, address: &str) -> Result<mysql_async::Pool, Error> {
         let opts = check_address(&self.grants.allowed_outbound_hosts, address)?;
-        Ok(self.mysql.pool(address, opts))
+        Ok(self
+            .mysql
+            .get_or_make(address, || mysql_async::Pool::new(opts)))
     }
 }
 

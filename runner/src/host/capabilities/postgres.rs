@@ -26,8 +26,7 @@
 use super::outbound_hosts::AllowedHosts;
 use super::{ComponentContext, HostState};
 use anyhow::Result;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio_postgres::config::Host;
 use wasmtime::component::Resource;
 
@@ -45,49 +44,25 @@ pub const V4: &str = "spin:postgres/postgres@4.2.0";
 
 /// The most connections one address's pool holds (Spin's `CONNECTION_POOL_SIZE`).
 const POOL_SIZE: usize = 64;
-/// The most addresses a component keeps a pool for (Spin's cache capacity).
-const POOLS: usize = 16;
 /// The most a query may return, as Spin caps it (`MAX_HOST_BUFFERED_BYTES`).
 const MAX_RESULT_BYTES: usize = super::sqlite::MAX_RESULT_BYTES;
 
 /// One component's connection pools, by address.
-#[derive(Default)]
-pub struct Pools(Mutex<HashMap<String, deadpool_postgres::Pool>>);
+pub type Pools = super::pools::PoolsByAddress<deadpool_postgres::Pool>;
 
-impl std::fmt::Debug for Pools {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let count = self.0.lock().map_or(0, |pools| pools.len());
-        write!(f, "Pools({count} addresses)")
-    }
-}
-
-impl Pools {
-    fn pool(&self, address: &str, config: tokio_postgres::Config) -> deadpool_postgres::Pool {
-        let mut pools = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(pool) = pools.get(address) {
-            return pool.clone();
-        }
-        if pools.len() >= POOLS {
-            // Spin's cache evicts too; a pool still in use lives on in its clients.
-            pools.clear();
-        }
-        let manager = deadpool_postgres::Manager::from_config(
-            config,
-            tokio_postgres::NoTls,
-            deadpool_postgres::ManagerConfig {
-                recycling_method: deadpool_postgres::RecyclingMethod::Clean,
-            },
-        );
-        let pool = deadpool_postgres::Pool::builder(manager)
-            .max_size(POOL_SIZE)
-            .build()
-            .expect("a pool without timeouts needs no runtime");
-        pools.insert(address.to_string(), pool.clone());
-        pool
-    }
+/// A pool of up to [`POOL_SIZE`] connections to one address, cleaned between uses (Spin's).
+fn new_pool(config: tokio_postgres::Config) -> deadpool_postgres::Pool {
+    let manager = deadpool_postgres::Manager::from_config(
+        config,
+        tokio_postgres::NoTls,
+        deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Clean,
+        },
+    );
+    deadpool_postgres::Pool::builder(manager)
+        .max_size(POOL_SIZE)
+        .build()
+        .expect("a pool without timeouts needs no runtime")
 }
 
 /// An open connection: a client of the pool, back in it when dropped.
@@ -154,7 +129,7 @@ impl ComponentContext {
     /// the address (no connection made yet).
     pub fn postgres_pool(&self, address: &str) -> Result<deadpool_postgres::Pool, Error> {
         let config = check_address(&self.grants.allowed_outbound_hosts, address)?;
-        Ok(self.postgres.pool(address, config))
+        Ok(self.postgres.get_or_make(address, || new_pool(config)))
     }
 }
 
