@@ -304,13 +304,7 @@ pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     instance.resource(
         "store",
         ResourceType::host::<StoreV2>(),
-        |mut state: StoreContextMut<'_, T>, rep| {
-            state
-                .data_mut()
-                .table()
-                .delete(Resource::<StoreV2>::new_own(rep))?;
-            Ok(())
-        },
+        super::drop_resource::<T, StoreV2>,
     )?;
     instance.func_wrap(
         "[static]store.open",
@@ -341,13 +335,7 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     instance.resource(
         "store",
         ResourceType::host::<StoreV3>(),
-        |mut state: StoreContextMut<'_, T>, rep| {
-            state
-                .data_mut()
-                .table()
-                .delete(Resource::<StoreV3>::new_own(rep))?;
-            Ok(())
-        },
+        super::drop_resource::<T, StoreV3>,
     )?;
     instance.func_wrap_concurrent(
         "[static]store.open",

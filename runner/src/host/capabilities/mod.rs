@@ -45,6 +45,19 @@ pub trait HostState: Send + 'static {
     fn table(&mut self) -> &mut ResourceTable;
 }
 
+/// The destructor of a host resource kept in the store's table: the guest
+/// dropped its handle, so the host's value goes with it.
+pub fn drop_resource<T: HostState, R: 'static>(
+    mut store: wasmtime::StoreContextMut<'_, T>,
+    rep: u32,
+) -> wasmtime::Result<()> {
+    store
+        .data_mut()
+        .table()
+        .delete(wasmtime::component::Resource::<R>::new_own(rep))?;
+    Ok(())
+}
+
 /// A set of interfaces linked together: one version of one capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Group {

@@ -125,17 +125,6 @@ fn allowed<T: HostState>(state: &T, address: &str) -> bool {
         .allows_url(address, "mqtt")
 }
 
-fn drop_connection<T: HostState>(
-    mut store: StoreContextMut<'_, T>,
-    rep: u32,
-) -> wasmtime::Result<()> {
-    store
-        .data_mut()
-        .table()
-        .delete(Resource::<Connection>::new_own(rep))?;
-    Ok(())
-}
-
 type OpenParams = (String, String, String, u64);
 
 pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
@@ -143,7 +132,7 @@ pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     instance.resource(
         "connection",
         ResourceType::host::<Connection>(),
-        drop_connection::<T>,
+        super::drop_resource::<T, Connection>,
     )?;
     instance.func_wrap(
         "[static]connection.open",
@@ -176,7 +165,7 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     instance.resource(
         "connection",
         ResourceType::host::<Connection>(),
-        drop_connection::<T>,
+        super::drop_resource::<T, Connection>,
     )?;
     instance.func_wrap_concurrent(
         "[static]connection.open",

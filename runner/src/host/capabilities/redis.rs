@@ -245,17 +245,6 @@ macro_rules! methods {
     };
 }
 
-fn drop_connection<T: HostState>(
-    mut store: StoreContextMut<'_, T>,
-    rep: u32,
-) -> wasmtime::Result<()> {
-    store
-        .data_mut()
-        .table()
-        .delete(Resource::<Connection>::new_own(rep))?;
-    Ok(())
-}
-
 fn allowed<T: HostState>(state: &T, address: &str) -> bool {
     state
         .context()
@@ -269,7 +258,7 @@ pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     instance.resource(
         "connection",
         ResourceType::host::<Connection>(),
-        drop_connection::<T>,
+        super::drop_resource::<T, Connection>,
     )?;
     instance.func_wrap_async(
         "[static]connection.open",
@@ -292,7 +281,7 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     instance.resource(
         "connection",
         ResourceType::host::<Connection>(),
-        drop_connection::<T>,
+        super::drop_resource::<T, Connection>,
     )?;
     instance.func_wrap_concurrent(
         "[static]connection.open",

@@ -335,13 +335,7 @@ fn link_sync<T: HostState, R: AsRef<Connection> + Send + Sync + 'static>(
     instance.resource(
         "connection",
         ResourceType::host::<R>(),
-        |mut store: StoreContextMut<'_, T>, rep| {
-            store
-                .data_mut()
-                .table()
-                .delete(Resource::<R>::new_own(rep))?;
-            Ok(())
-        },
+        super::drop_resource::<T, R>,
     )?;
     instance.func_wrap(
         "[static]connection.open",

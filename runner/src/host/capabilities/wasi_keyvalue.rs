@@ -310,13 +310,7 @@ pub fn link<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     store.resource(
         "bucket",
         ResourceType::host::<Bucket>(),
-        |mut state: StoreContextMut<'_, T>, rep| {
-            state
-                .data_mut()
-                .table()
-                .delete(Resource::<Bucket>::new_own(rep))?;
-            Ok(())
-        },
+        super::drop_resource::<T, Bucket>,
     )?;
     store.func_wrap(
         "open",
@@ -357,13 +351,7 @@ pub fn link<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     atomics.resource(
         "cas",
         ResourceType::host::<Cas>(),
-        |mut state: StoreContextMut<'_, T>, rep| {
-            state
-                .data_mut()
-                .table()
-                .delete(Resource::<Cas>::new_own(rep))?;
-            Ok(())
-        },
+        super::drop_resource::<T, Cas>,
     )?;
     bucket_fn!(
         atomics,

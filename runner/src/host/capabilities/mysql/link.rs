@@ -6,21 +6,10 @@
 
 use super::RDBMS_TYPES_V2;
 use super::{Column, Connection, DbValue, Error, ParameterValue, V2, V3, connect};
-use crate::host::capabilities::HostState;
+use crate::host::capabilities::{HostState, drop_resource};
 use anyhow::Result;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Accessor, FutureReader, Linker, Resource, ResourceType, StreamReader};
-
-fn drop_connection<T: HostState>(
-    mut store: StoreContextMut<'_, T>,
-    rep: u32,
-) -> wasmtime::Result<()> {
-    store
-        .data_mut()
-        .table()
-        .delete(Resource::<Connection>::new_own(rep))?;
-    Ok(())
-}
 
 /// The connection behind a handle, cloned out of the store's table.
 fn connection<T: HostState>(
@@ -44,7 +33,7 @@ pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     instance.resource(
         "connection",
         ResourceType::host::<Connection>(),
-        drop_connection::<T>,
+        drop_resource::<T, Connection>,
     )?;
     instance.func_wrap_async(
         "[static]connection.open",
@@ -107,7 +96,7 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     instance.resource(
         "connection",
         ResourceType::host::<Connection>(),
-        drop_connection::<T>,
+        drop_resource::<T, Connection>,
     )?;
     instance.func_wrap_concurrent(
         "[static]connection.open",

@@ -6,7 +6,7 @@
 use super::older::{self, v2, v3};
 use super::types::{Column, DbValue, Error, ParameterValue, RowSet};
 use super::{Builder, Connection, V2, V3, V4, connect, connection};
-use crate::host::capabilities::HostState;
+use crate::host::capabilities::{HostState, drop_resource};
 use anyhow::Result;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{
@@ -48,17 +48,6 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
             error: older::Error::from,
         },
     )
-}
-
-fn drop_resource<T: HostState, R: 'static>(
-    mut store: StoreContextMut<'_, T>,
-    rep: u32,
-) -> wasmtime::Result<()> {
-    store
-        .data_mut()
-        .table()
-        .delete(Resource::<R>::new_own(rep))?;
-    Ok(())
 }
 
 /// `connection` with `open`, `query` and `execute`, in `version`'s types.
