@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub mod contract;
+pub mod database;
 mod http;
 pub mod report;
 

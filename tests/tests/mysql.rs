@@ -10,7 +10,8 @@
 //! `mariadb-install-db` (or MySQL's `mysqld` and `mysql_install_db`) are not
 //! installed.
 
-use e2e::{Server, artifact, get, workspace_root};
+use e2e::Server;
+use e2e::database::{assert_has, is_root, report, serve_app, step};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -118,67 +119,8 @@ impl Drop for Mysql {
     }
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|output| output.stdout.starts_with(b"0\n"))
-}
-
-fn serve(mysql: &Mysql, state: &Path) -> Server {
-    for wasm in WASM {
-        e2e::built_app(APP, wasm);
-    }
-    let app = workspace_root().join(APP);
-    let cache = workspace_root().join("target/e2e-cache");
-    let args = [
-        "serve",
-        "-f",
-        app.to_str().unwrap(),
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-    ];
-    let port = mysql.port.to_string();
-    Server::start_configured(
-        "mysql",
-        &artifact("release/spinbench"),
-        &args,
-        |command, addr| {
-            command
-                .arg("--listen")
-                .arg(addr.to_string())
-                .env("SPIN_VARIABLE_MYSQL_PORT", &port);
-        },
-    )
-}
-
-/// The report of `path`, its lines.
-fn report(server: &Server, path: &str) -> Vec<String> {
-    let answer = get(&server.url(path));
-    assert_eq!(answer.status, 200, "{path}: {}", answer.text());
-    let text = answer.text();
-    assert!(!text.contains("failed:"), "{path}:\n{text}");
-    text.lines().map(str::to_string).collect()
-}
-
-/// The line of `report` that starts with `step:`.
-fn step<'a>(report: &'a [String], step: &str) -> &'a str {
-    report
-        .iter()
-        .find(|line| line.starts_with(&format!("{step}:")))
-        .unwrap_or_else(|| panic!("no {step:?} in {report:#?}"))
-}
-
 fn rows(report: &[String]) -> Vec<&String> {
     report.iter().filter(|l| l.starts_with("row:")).collect()
-}
-
-fn assert_has(line: &str, parts: &[&str]) {
-    for part in parts {
-        assert!(line.contains(part), "{part:?} not in {line}");
-    }
 }
 
 #[test]
@@ -187,7 +129,13 @@ fn both_interface_versions_read_and_write_a_real_database() {
         return;
     };
     let state = tempfile::tempdir().unwrap();
-    let server = serve(&mysql, state.path());
+    let server = serve_app(
+        APP,
+        &WASM,
+        "SPIN_VARIABLE_MYSQL_PORT",
+        mysql.port,
+        state.path(),
+    );
     version_2_0_types(&server);
     version_2_0_other_types(&server);
     version_2_0_errors(&server);
@@ -369,7 +317,13 @@ fn addresses_the_manifest_does_not_allow_are_refused_as_spin_refuses_them() {
         return;
     };
     let state = tempfile::tempdir().unwrap();
-    let server = serve(&mysql, state.path());
+    let server = serve_app(
+        APP,
+        &WASM,
+        "SPIN_VARIABLE_MYSQL_PORT",
+        mysql.port,
+        state.path(),
+    );
     let denied = report(&server, "/v2/denied");
     assert_has(
         step(&denied, "unlisted"),

@@ -7,8 +7,9 @@
 //! addresses the manifest does not allow. Skipped with a message when
 //! PostgreSQL's `initdb` and `pg_ctl` are not installed.
 
-use e2e::{Server, artifact, get, workspace_root};
-use std::path::{Path, PathBuf};
+use e2e::Server;
+use e2e::database::{assert_has, is_root, report, serve_app, step};
+use std::path::PathBuf;
 use std::process::Command;
 
 const APP: &str = "tests/apps/postgres";
@@ -134,72 +135,19 @@ impl Drop for Postgres {
     }
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|output| output.stdout.starts_with(b"0\n"))
-}
-
-fn serve(postgres: &Postgres, state: &Path) -> Server {
-    for wasm in WASM {
-        e2e::built_app(APP, wasm);
-    }
-    let app = workspace_root().join(APP);
-    let cache = workspace_root().join("target/e2e-cache");
-    let args = [
-        "serve",
-        "-f",
-        app.to_str().unwrap(),
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-    ];
-    let port = postgres.port.to_string();
-    Server::start_configured(
-        "postgres",
-        &artifact("release/spinbench"),
-        &args,
-        |command, addr| {
-            command
-                .arg("--listen")
-                .arg(addr.to_string())
-                .env("SPIN_VARIABLE_PG_PORT", &port);
-        },
-    )
-}
-
-/// The report of `path`, its lines.
-fn report(server: &Server, path: &str) -> Vec<String> {
-    let answer = get(&server.url(path));
-    assert_eq!(answer.status, 200, "{path}: {}", answer.text());
-    let text = answer.text();
-    assert!(!text.contains("failed:"), "{path}:\n{text}");
-    text.lines().map(str::to_string).collect()
-}
-
-/// The line of `report` that starts with `step:`.
-fn step<'a>(report: &'a [String], step: &str) -> &'a str {
-    report
-        .iter()
-        .find(|line| line.starts_with(&format!("{step}:")))
-        .unwrap_or_else(|| panic!("no {step:?} in {report:#?}"))
-}
-
-fn assert_has(line: &str, parts: &[&str]) {
-    for part in parts {
-        assert!(line.contains(part), "{part:?} not in {line}");
-    }
-}
-
 #[test]
 fn every_interface_version_reads_and_writes_a_real_database() {
     let Some(postgres) = Postgres::start() else {
         return;
     };
     let state = tempfile::tempdir().unwrap();
-    let server = serve(&postgres, state.path());
+    let server = serve_app(
+        APP,
+        &WASM,
+        "SPIN_VARIABLE_PG_PORT",
+        postgres.port,
+        state.path(),
+    );
     version_2_0(&server);
     version_3_0(&server);
     version_4_0(&server);
@@ -395,7 +343,13 @@ fn addresses_the_manifest_does_not_allow_are_refused_as_spin_refuses_them() {
         return;
     };
     let state = tempfile::tempdir().unwrap();
-    let server = serve(&postgres, state.path());
+    let server = serve_app(
+        APP,
+        &WASM,
+        "SPIN_VARIABLE_PG_PORT",
+        postgres.port,
+        state.path(),
+    );
     let denied = report(&server, "/denied");
     assert_has(
         step(&denied, "v2"),
