@@ -28,6 +28,7 @@ pub mod sockets;
 pub mod sqlite;
 pub mod variables;
 pub mod wasi;
+pub mod wasi_2023_10_18;
 pub mod wasi_keyvalue;
 
 pub use context::{AppServices, ComponentContext};
@@ -64,6 +65,10 @@ pub enum Group {
     /// WASI 0.2.x (`wasi:cli`, `clocks`, `filesystem`, `io`, `random`,
     /// `sockets`, and `wasi:http`'s `types` and `outgoing-handler`).
     WasiP2,
+    /// WASI's 0.2.0 release candidate of 2023-10-18 (`wasi:http` types and
+    /// outgoing handler, `wasi:io` poll and streams: what spin-sdk 2.0 to 2.2
+    /// import), served over WASI 0.2's implementation.
+    WasiRc2023_10_18,
     /// WASI 0.3.x, including what its release candidate 2026-03-15 is renamed to
     /// (`instance::prepare`).
     WasiP3,
@@ -136,8 +141,9 @@ pub struct Interface {
     pub group: Group,
 }
 
-/// Every Spin interface the runner links, by the version it provides. WASI is
-/// matched by package and release track instead ([`wasi::group_of`]).
+/// Every Spin interface the runner links, by the version it provides. WASI's
+/// releases are matched by package and release track instead
+/// ([`wasi::group_of`]); its candidates are listed here.
 pub static INTERFACES: &[Interface] = &[
     Interface {
         name: variables::V2,
@@ -216,6 +222,22 @@ pub static INTERFACES: &[Interface] = &[
         group: Group::LlmV2,
     },
     Interface {
+        name: wasi_2023_10_18::HTTP_TYPES,
+        group: Group::WasiRc2023_10_18,
+    },
+    Interface {
+        name: wasi_2023_10_18::HTTP_OUTGOING_HANDLER,
+        group: Group::WasiRc2023_10_18,
+    },
+    Interface {
+        name: wasi_2023_10_18::IO_POLL,
+        group: Group::WasiRc2023_10_18,
+    },
+    Interface {
+        name: wasi_2023_10_18::IO_STREAMS,
+        group: Group::WasiRc2023_10_18,
+    },
+    Interface {
         name: wasi_keyvalue::STORE,
         group: Group::WasiKeyValue,
     },
@@ -262,6 +284,7 @@ where
     for group in groups {
         match group {
             Group::WasiP2 => wasi::link_p2(linker)?,
+            Group::WasiRc2023_10_18 => wasi_2023_10_18::link(linker)?,
             Group::WasiP3 => wasi::link_p3(linker)?,
             Group::VariablesV2 => variables::link_v2(linker)?,
             Group::VariablesV3 => variables::link_v3(linker)?,

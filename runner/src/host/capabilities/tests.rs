@@ -113,12 +113,31 @@ fn key_value_and_sqlite_are_provided_under_spin_2_and_spin_4_names() {
 }
 
 #[test]
-fn llm_is_linked_and_the_2023_wasi_http_candidates_are_not() {
+fn llm_is_linked() {
     assert_eq!(group_of("fermyon:spin/llm@2.0.0"), Some(Group::LlmV2));
+}
+
+#[test]
+fn the_2023_10_18_candidate_is_provided_for_what_spin_sdk_2_imports() {
     for candidate in [
         "wasi:http/types@0.2.0-rc-2023-10-18",
-        "wasi:http/types@0.2.0-rc-2023-11-10",
+        "wasi:http/outgoing-handler@0.2.0-rc-2023-10-18",
+        "wasi:io/poll@0.2.0-rc-2023-10-18",
+        "wasi:io/streams@0.2.0-rc-2023-10-18",
     ] {
-        assert_eq!(group_of(candidate), None, "{candidate}");
+        assert_eq!(
+            group_of(candidate),
+            Some(Group::WasiRc2023_10_18),
+            "{candidate}"
+        );
+    }
+    // Its other interfaces (what a component built with the candidate's own
+    // adapter imports) are not; a pre-release is matched exactly.
+    for unprovided in [
+        "wasi:cli/environment@0.2.0-rc-2023-10-18",
+        "wasi:http/types@0.2.0-rc-2023-10-17",
+        "wasi:http/types@0.2.0-rc-2023-12-05",
+    ] {
+        assert_eq!(group_of(unprovided), None, "{unprovided}");
     }
 }
