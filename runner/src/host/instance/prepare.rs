@@ -9,9 +9,14 @@
 //!   `0.3.0-rc-2026-03-15` interfaces spin-sdk 6 (Spin 4.0.2's template) builds
 //!   against are, type for type, WASI 0.3.0's; wasmtime's linker then checks
 //!   every function's type against 0.3.0's as it links;
+//! - the `wasi:http/incoming-handler` export of WASI's 2023-10-18 candidate
+//!   (spin-sdk 2.0 to 2.2) is renamed to 0.2.0's: the same function over the
+//!   same resources (`capabilities::wasi_2023_10_18` maps them onto 0.2's), so
+//!   it is called as every WASIp2 handler is;
 //! - then its flavour (which `wasi:http` export) and its imports are read.
 
 use super::flavour::Flavour;
+use crate::host::capabilities::wasi_2023_10_18;
 use anyhow::{Context, Result, bail};
 use std::borrow::Cow;
 use wasm_encoder::reencode::{Reencode, ReencodeComponent, component_utils};
@@ -19,6 +24,12 @@ use wasmparser::{Encoding, Parser, Payload};
 
 /// Pre-release version suffixes renamed to their release, with the release.
 const RENAMED_PRERELEASES: &[(&str, &str)] = &[("@0.3.0-rc-2026-03-15", "@0.3.0")];
+
+/// Exports renamed by their whole name, with the name they are called under.
+const RENAMED_EXPORTS: &[(&str, &str)] = &[(
+    wasi_2023_10_18::INCOMING_HANDLER,
+    "wasi:http/incoming-handler@0.2.0",
+)];
 
 /// The WASI packages whose names are renamed (a package of another
 /// namespace keeps its version, whatever it is).
@@ -43,9 +54,9 @@ pub fn prepare(source: &[u8]) -> Result<Prepared<'_>> {
         wasm = Cow::Owned(componentize(source)?);
         adapted.push("componentized");
     }
-    if let Some(renamed) = rename_prereleases(&wasm)? {
+    if let Some((renamed, what)) = rename_prereleases(&wasm)? {
         wasm = Cow::Owned(renamed);
-        adapted.push("WASI 0.3.0-rc-2026-03-15 served as 0.3.0");
+        adapted.extend(what);
     }
     let flavour = Flavour::of(&wasm)?;
     let imports = imports_of(&wasm)?;
@@ -114,38 +125,63 @@ fn renamed(name: &str) -> Option<String> {
         })
 }
 
-/// `wasm` with its top-level import and export names renamed, or `None` when
-/// none needs it. Nested components keep their names: their imports are
-/// satisfied, by name, inside the component.
-fn rename_prereleases(wasm: &[u8]) -> Result<Option<Vec<u8>>> {
-    let names = imports_of(wasm)?;
-    if !names.iter().any(|name| renamed(name).is_some()) && !exports_need_renaming(wasm)? {
+/// The name an export is called under, if it is renamed.
+fn renamed_export(name: &str) -> Option<String> {
+    renamed(name).or_else(|| {
+        RENAMED_EXPORTS
+            .iter()
+            .find(|(candidate, _)| *candidate == name)
+            .map(|(_, release)| release.to_string())
+    })
+}
+
+/// `wasm` with its top-level import and export names renamed, and what was
+/// renamed in words, or `None` when nothing needs it. Nested components keep
+/// their names: their imports are satisfied, by name, inside the component.
+fn rename_prereleases(wasm: &[u8]) -> Result<Option<(Vec<u8>, Vec<&'static str>)>> {
+    let imports = imports_of(wasm)?;
+    let exports = exports_of(wasm)?;
+    let mut what = Vec::new();
+    if imports
+        .iter()
+        .chain(&exports)
+        .any(|name| renamed(name).is_some())
+    {
+        what.push("WASI 0.3.0-rc-2026-03-15 served as 0.3.0");
+    }
+    if exports
+        .iter()
+        .any(|name| name == wasi_2023_10_18::INCOMING_HANDLER)
+    {
+        what.push("wasi:http 0.2.0-rc-2023-10-18 handler called as 0.2.0's");
+    }
+    if what.is_empty() {
         return Ok(None);
     }
     let mut component = wasm_encoder::Component::new();
     Renamer { depth: 0 }
         .parse_component(&mut component, Parser::new(0), wasm)
         .map_err(|e| anyhow::anyhow!("renaming pre-release WASI imports: {e:?}"))?;
-    Ok(Some(component.finish()))
+    Ok(Some((component.finish(), what)))
 }
 
-fn exports_need_renaming(wasm: &[u8]) -> Result<bool> {
+/// The names a component exports at its top level.
+fn exports_of(wasm: &[u8]) -> Result<Vec<String>> {
     let mut depth = 0usize;
+    let mut names = Vec::new();
     for payload in Parser::new(0).parse_all(wasm) {
         match payload? {
             Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
             Payload::End(_) if depth > 0 => depth -= 1,
             Payload::ComponentExportSection(exports) if depth == 0 => {
                 for export in exports {
-                    if renamed(export?.name.name).is_some() {
-                        return Ok(true);
-                    }
+                    names.push(export?.name.name.to_string());
                 }
             }
             _ => {}
         }
     }
-    Ok(false)
+    Ok(names)
 }
 
 /// Re-encodes a component unchanged but for its own (depth 0) import and export names.
@@ -177,7 +213,7 @@ impl ReencodeComponent for Renamer {
         for import in section {
             let import = import?;
             imports.import(
-                renamed_extern(import.name),
+                renamed_extern(import.name, renamed),
                 self.component_type_ref(import.ty)?,
             );
         }
@@ -197,7 +233,7 @@ impl ReencodeComponent for Renamer {
             .map(|ty| self.component_type_ref(ty))
             .transpose()?;
         exports.export(
-            renamed_extern(export.name),
+            renamed_extern(export.name, renamed_export),
             export.kind.into(),
             self.component_external_index(export.kind, export.index),
             ty,
@@ -206,11 +242,12 @@ impl ReencodeComponent for Renamer {
     }
 }
 
-/// `name`, renamed if it is a renamed pre-release's; its other parts kept.
+/// `name`, renamed if `rename` renames it; its other parts kept.
 fn renamed_extern(
     name: wasmparser::ComponentExternName<'_>,
+    rename: fn(&str) -> Option<String>,
 ) -> wasm_encoder::ComponentExternName<'_> {
-    let release = renamed(name.name);
+    let release = rename(name.name);
     let mut name = wasm_encoder::ComponentExternName::from(name);
     if let Some(release) = release {
         name.name = Cow::Owned(release);

@@ -109,6 +109,42 @@ fn the_2026_03_15_candidate_is_served_as_wasi_0_3_0() {
 }
 
 #[test]
+fn the_2023_10_18_handler_is_called_as_wasi_0_2_0_s_and_its_imports_keep_their_names() {
+    let rc = "0.2.0-rc-2023-10-18";
+    let package = format!(
+        "package wasi:http@{rc};\n\
+         interface types {{ resource incoming-request; resource response-outparam; }}\n\
+         interface incoming-handler {{\n\
+           use types.{{incoming-request, response-outparam}};\n\
+           handle: func(request: incoming-request, response-out: response-outparam);\n\
+         }}\n"
+    );
+    let module = module(
+        &[package],
+        &[&format!("wasi:http/types@{rc}")],
+        &[&format!("wasi:http/incoming-handler@{rc}")],
+    );
+    let prepared = prepare(&module).unwrap();
+    assert_eq!(
+        prepared.adapted,
+        [
+            "componentized",
+            "wasi:http 0.2.0-rc-2023-10-18 handler called as 0.2.0's"
+        ]
+    );
+    // Its types stay the candidate's, served by `capabilities::wasi_2023_10_18`.
+    assert_eq!(prepared.imports, [format!("wasi:http/types@{rc}")]);
+    assert_eq!(
+        exports_of(&prepared.wasm),
+        ["wasi:http/incoming-handler@0.2.0"]
+    );
+    assert_eq!(prepared.flavour, Flavour::P2);
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+        .validate_all(&prepared.wasm)
+        .unwrap();
+}
+
+#[test]
 fn other_prereleases_and_other_namespaces_keep_their_names() {
     assert_eq!(
         renamed("wasi:http/types@0.3.0-rc-2026-03-15").as_deref(),
