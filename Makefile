@@ -1,7 +1,8 @@
 # The two commands a fresh machine needs (see README.md):
 #   make compare   set up, build everything, run the wasm-vs-native comparison
 #   make test      set up, build everything, run every test
-# Both install what they need themselves: the wasm32-wasip2 target and oha.
+# Both install what they need themselves: the wasm32-wasip2 and wasm32-wasip1
+# targets (the latter for tests/apps/spin2-sdk, a Spin 2 era app) and oha.
 
 CARGO ?= cargo
 SPINBENCH := target/release/spinbench
@@ -26,6 +27,7 @@ build: setup
 	$(SPINBENCH) build -f tests/template-app/kv
 	$(SPINBENCH) build -f tests/template-app/llm
 	$(SPINBENCH) build -f tests/apps/spin4-template
+	$(SPINBENCH) build -f tests/apps/spin2-sdk
 	$(SPINBENCH) build -f tests/apps/key-value
 	$(SPINBENCH) build -f tests/apps/wasi-keyvalue
 	$(SPINBENCH) build -f tests/apps/sqlite
@@ -35,7 +37,7 @@ build: setup
 	$(SPINBENCH) build -f tests/apps/files
 
 setup:
-	rustup target add wasm32-wasip2
+	rustup target add wasm32-wasip2 wasm32-wasip1
 	command -v oha >/dev/null || $(CARGO) install oha --locked
 
 clean:
