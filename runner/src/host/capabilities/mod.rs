@@ -29,6 +29,7 @@ pub mod sqlite;
 pub mod variables;
 pub mod wasi;
 pub mod wasi_2023_10_18;
+pub mod wasi_2023_11_10;
 pub mod wasi_keyvalue;
 
 pub use context::{AppServices, ComponentContext};
@@ -69,6 +70,9 @@ pub enum Group {
     /// outgoing handler, `wasi:io` poll and streams: what spin-sdk 2.0 to 2.2
     /// import), served over WASI 0.2's implementation.
     WasiRc2023_10_18,
+    /// WASI's 0.2.0 release candidate of 2023-11-10: its `wasi:http/types`
+    /// (everything else it names is renamed to 0.2.0 at load).
+    WasiRc2023_11_10,
     /// WASI 0.3.x, including what its release candidate 2026-03-15 is renamed to
     /// (`instance::prepare`).
     WasiP3,
@@ -238,6 +242,10 @@ pub static INTERFACES: &[Interface] = &[
         group: Group::WasiRc2023_10_18,
     },
     Interface {
+        name: wasi_2023_11_10::HTTP_TYPES,
+        group: Group::WasiRc2023_11_10,
+    },
+    Interface {
         name: wasi_keyvalue::STORE,
         group: Group::WasiKeyValue,
     },
@@ -285,6 +293,7 @@ where
         match group {
             Group::WasiP2 => wasi::link_p2(linker)?,
             Group::WasiRc2023_10_18 => wasi_2023_10_18::link(linker)?,
+            Group::WasiRc2023_11_10 => wasi_2023_11_10::link(linker)?,
             Group::WasiP3 => wasi::link_p3(linker)?,
             Group::VariablesV2 => variables::link_v2(linker)?,
             Group::VariablesV3 => variables::link_v3(linker)?,

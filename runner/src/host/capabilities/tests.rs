@@ -141,3 +141,15 @@ fn the_2023_10_18_candidate_is_provided_for_what_spin_sdk_2_imports() {
         assert_eq!(group_of(unprovided), None, "{unprovided}");
     }
 }
+
+#[test]
+fn of_the_2023_11_10_candidate_only_its_http_types_is_provided_under_its_name() {
+    assert_eq!(
+        group_of("wasi:http/types@0.2.0-rc-2023-11-10"),
+        Some(Group::WasiRc2023_11_10)
+    );
+    // The rest is renamed to 0.2.0 at load (`instance::prepare`) before this
+    // table is read.
+    assert_eq!(group_of("wasi:io/streams@0.2.0-rc-2023-11-10"), None);
+    assert_eq!(group_of("wasi:io/streams@0.2.0"), Some(Group::WasiP2));
+}

@@ -47,6 +47,27 @@ pub fn group_of(name: &Name<'_>) -> Option<Group> {
     provided.then_some(group)
 }
 
+/// Socket methods of WASI's 0.2.0-rc-2023-11-10 that 0.2.0 dropped, by the
+/// 0.2 instance its other functions are renamed onto (`instance::prepare`).
+/// They trap when called, as in Spin 4.0.2 (`crates/factor-wasi/src/wasi_2023_11_10.rs`):
+/// linked, so that a component that merely imports them starts.
+const DROPPED_FROM_0_2_0: &[(&str, &[&str])] = &[
+    (
+        "wasi:sockets/tcp@0.2.12",
+        &[
+            "[method]tcp-socket.ipv6-only",
+            "[method]tcp-socket.set-ipv6-only",
+        ],
+    ),
+    (
+        "wasi:sockets/udp@0.2.12",
+        &[
+            "[method]udp-socket.ipv6-only",
+            "[method]udp-socket.set-ipv6-only",
+        ],
+    ),
+];
+
 /// WASI 0.2, with wasi:http's `types` and `outgoing-handler`.
 pub fn link_p2<T>(linker: &mut Linker<T>) -> Result<()>
 where
@@ -54,6 +75,17 @@ where
 {
     wasmtime_wasi::p2::add_to_linker_async(linker)
         .and_then(|()| wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker))
+        .and_then(|()| {
+            for (instance, functions) in DROPPED_FROM_0_2_0 {
+                let mut instance = linker.instance(instance)?;
+                for function in *functions {
+                    instance.func_new(function, move |_, _, _, _| {
+                        wasmtime::bail!("{function} is no longer supported (WASI 0.2.0 dropped it)")
+                    })?;
+                }
+            }
+            Ok(())
+        })
         .map_err(anyhow::Error::from)
         .context("adding WASIp2 to the linker")
 }

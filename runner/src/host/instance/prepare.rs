@@ -9,6 +9,9 @@
 //!   `0.3.0-rc-2026-03-15` interfaces spin-sdk 6 (Spin 4.0.2's template) builds
 //!   against are, type for type, WASI 0.3.0's; wasmtime's linker then checks
 //!   every function's type against 0.3.0's as it links;
+//! - so is every interface of WASI's `0.2.0-rc-2023-11-10` but its
+//!   `wasi:http/types`, whose shape differs and which
+//!   `capabilities::wasi_2023_11_10` serves under its own name;
 //! - the `wasi:http/incoming-handler` export of WASI's 2023-10-18 candidate
 //!   (spin-sdk 2.0 to 2.2) is renamed to 0.2.0's: the same function over the
 //!   same resources (`capabilities::wasi_2023_10_18` maps them onto 0.2's), so
@@ -16,14 +19,30 @@
 //! - then its flavour (which `wasi:http` export) and its imports are read.
 
 use super::flavour::Flavour;
-use crate::host::capabilities::wasi_2023_10_18;
+use crate::host::capabilities::{wasi_2023_10_18, wasi_2023_11_10};
 use anyhow::{Context, Result, bail};
 use std::borrow::Cow;
 use wasm_encoder::reencode::{Reencode, ReencodeComponent, component_utils};
 use wasmparser::{Encoding, Parser, Payload};
 
-/// Pre-release version suffixes renamed to their release, with the release.
-const RENAMED_PRERELEASES: &[(&str, &str)] = &[("@0.3.0-rc-2026-03-15", "@0.3.0")];
+/// Pre-release version suffixes renamed to their release, with the release,
+/// and the words the log line at start says it in.
+const RENAMED_PRERELEASES: &[(&str, &str, &str)] = &[
+    (
+        "@0.3.0-rc-2026-03-15",
+        "@0.3.0",
+        "WASI 0.3.0-rc-2026-03-15 served as 0.3.0",
+    ),
+    (
+        wasi_2023_11_10::VERSION,
+        "@0.2.0",
+        "WASI 0.2.0-rc-2023-11-10 served as 0.2.0 (its wasi:http/types by its own shim)",
+    ),
+];
+
+/// Interfaces of a renamed pre-release that keep their name: their shape
+/// differs from the release's, and a shim serves them under it.
+const KEPT_NAMES: &[&str] = &[wasi_2023_11_10::HTTP_TYPES];
 
 /// Exports renamed by their whole name, with the name they are called under.
 const RENAMED_EXPORTS: &[(&str, &str)] = &[(
@@ -114,14 +133,20 @@ fn has_component_type(module: &[u8]) -> Result<bool> {
 
 /// The name `name` is served under, if it is a renamed pre-release's.
 fn renamed(name: &str) -> Option<String> {
-    if !name.starts_with(RENAMED_NAMESPACE) {
+    renamed_prerelease(name).map(|(release, _)| release)
+}
+
+/// The name `name` is served under and the words for it, if it is a renamed
+/// pre-release's.
+fn renamed_prerelease(name: &str) -> Option<(String, &'static str)> {
+    if !name.starts_with(RENAMED_NAMESPACE) || KEPT_NAMES.contains(&name) {
         return None;
     }
     RENAMED_PRERELEASES
         .iter()
-        .find_map(|(prerelease, release)| {
+        .find_map(|(prerelease, release, what)| {
             name.strip_suffix(prerelease)
-                .map(|path| format!("{path}{release}"))
+                .map(|path| (format!("{path}{release}"), *what))
         })
 }
 
@@ -142,12 +167,22 @@ fn rename_prereleases(wasm: &[u8]) -> Result<Option<(Vec<u8>, Vec<&'static str>)
     let imports = imports_of(wasm)?;
     let exports = exports_of(wasm)?;
     let mut what = Vec::new();
-    if imports
-        .iter()
-        .chain(&exports)
-        .any(|name| renamed(name).is_some())
-    {
-        what.push("WASI 0.3.0-rc-2026-03-15 served as 0.3.0");
+    for name in imports.iter().chain(&exports) {
+        let Some((release, words)) = renamed_prerelease(name) else {
+            continue;
+        };
+        // Renamed, it would be imported (or exported) twice: Spin links each
+        // version on its own; here a candidate is its release, so a component
+        // that names both is refused, in words.
+        if imports.contains(&release) || exports.contains(&release) {
+            bail!(
+                "the component names both {name} and {release}; spinbench serves the \
+                 candidate as its release, so not both side by side"
+            );
+        }
+        if !what.contains(&words) {
+            what.push(words);
+        }
     }
     if exports
         .iter()

@@ -144,6 +144,87 @@ fn the_2023_10_18_handler_is_called_as_wasi_0_2_0_s_and_its_imports_keep_their_n
         .unwrap();
 }
 
+/// `wasi:io` and `wasi:http` of one version: `io` with a resource, `http`
+/// with types that use it and a handler.
+fn candidate_packages(version: &str) -> [String; 2] {
+    [
+        format!("package wasi:io@{version};\ninterface streams {{ resource input-stream; }}\n"),
+        format!(
+            "package wasi:http@{version};\n\
+             interface types {{\n\
+               use wasi:io/streams@{version}.{{input-stream}};\n\
+               resource incoming-request {{ body: func() -> input-stream; }}\n\
+             }}\n\
+             interface outgoing-handler {{ use types.{{incoming-request}}; handle: func(r: borrow<incoming-request>); }}\n\
+             interface incoming-handler {{\n\
+               use types.{{incoming-request}};\n\
+               handle: func(request: incoming-request);\n\
+             }}\n"
+        ),
+    ]
+}
+
+#[test]
+fn the_2023_11_10_candidate_is_served_as_0_2_0_but_its_http_types() {
+    let rc = "0.2.0-rc-2023-11-10";
+    let module = module(
+        &candidate_packages(rc),
+        &[
+            &format!("wasi:http/types@{rc}"),
+            &format!("wasi:http/outgoing-handler@{rc}"),
+        ],
+        &[&format!("wasi:http/incoming-handler@{rc}")],
+    );
+    let prepared = prepare(&module).unwrap();
+    assert_eq!(
+        prepared.adapted,
+        [
+            "componentized",
+            "WASI 0.2.0-rc-2023-11-10 served as 0.2.0 (its wasi:http/types by its own shim)"
+        ]
+    );
+    assert_eq!(
+        prepared.imports,
+        [
+            "wasi:io/streams@0.2.0".to_string(),
+            format!("wasi:http/types@{rc}"),
+            "wasi:http/outgoing-handler@0.2.0".to_string(),
+        ]
+    );
+    assert_eq!(
+        exports_of(&prepared.wasm),
+        ["wasi:http/incoming-handler@0.2.0"]
+    );
+    assert_eq!(prepared.flavour, Flavour::P2);
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+        .validate_all(&prepared.wasm)
+        .unwrap();
+}
+
+#[test]
+fn a_component_naming_a_candidate_and_its_release_is_refused_in_words() {
+    // A package the WASI adapter does not carry: componentizing would merge
+    // `wasi:io@0.2.0` into the adapter's newer 0.2 release.
+    let package = |version: &str| {
+        format!("package wasi:keyvalue@{version};\ninterface store {{ get: func() -> u32; }}\n")
+    };
+    let module = module(
+        &[package("0.2.0-rc-2023-11-10"), package("0.2.0")],
+        &[
+            "wasi:keyvalue/store@0.2.0-rc-2023-11-10",
+            "wasi:keyvalue/store@0.2.0",
+        ],
+        &[],
+    );
+    let error = prepare(&module).unwrap_err();
+    assert!(
+        format!("{error:#}").contains(
+            "names both wasi:keyvalue/store@0.2.0-rc-2023-11-10 and wasi:keyvalue/store@0.2.0"
+        ),
+        "{error:#}"
+    );
+}
+
 #[test]
 fn other_prereleases_and_other_namespaces_keep_their_names() {
     assert_eq!(
@@ -151,7 +232,13 @@ fn other_prereleases_and_other_namespaces_keep_their_names() {
         Some("wasi:http/types@0.3.0")
     );
     assert_eq!(renamed("wasi:http/types@0.3.0-rc-2026-01-06"), None);
+    // The one 2023-11-10 interface a shim serves under its own name.
     assert_eq!(renamed("wasi:http/types@0.2.0-rc-2023-11-10"), None);
+    assert_eq!(
+        renamed("wasi:http/outgoing-handler@0.2.0-rc-2023-11-10").as_deref(),
+        Some("wasi:http/outgoing-handler@0.2.0")
+    );
+    assert_eq!(renamed("wasi:http/types@0.2.0-rc-2023-10-18"), None);
     assert_eq!(renamed("acme:http/types@0.3.0-rc-2026-03-15"), None);
     assert_eq!(renamed("wasi:http/types@0.3.0"), None);
 }
