@@ -21,7 +21,8 @@ pub mod tree;
 pub mod wrk;
 
 use crate::benchfile::{BenchFile, Component, Native};
-use crate::manifest::{Manifest, one_component};
+use crate::host::instance::{compiled_cache, remote_source};
+use crate::manifest::{Digest, Manifest, Source, one_component};
 use crate::model::Measurement;
 use crate::report::{Metric, PlanInfo, Report};
 use anyhow::{Context, Result, bail};
@@ -134,13 +135,32 @@ pub fn functions(file: &BenchFile) -> Result<Vec<Function>> {
             Ok(Function {
                 name: c.id.clone(),
                 spec: c.clone(),
-                wasm: manifest
-                    .source_path(&manifest.component[&c.id])
-                    .with_context(|| format!("component {:?} has no local source", c.id))?,
+                wasm: source_file(&manifest, &c.id)?,
                 p3_wasm,
             })
         })
         .collect()
+}
+
+/// Component `id`'s `.wasm` on disk: its local source, or a `{ url, digest }`
+/// one fetched into the default cache directory (as `serve` keeps it there).
+fn source_file(manifest: &Manifest, id: &str) -> Result<PathBuf> {
+    let component = &manifest.component[id];
+    if let Source::Remote { url, digest } = &component.source {
+        let cache = compiled_cache::default_dir();
+        let fetched = remote_source::fetch(url, Digest::parse(digest)?, cache.as_deref())
+            .with_context(|| format!("component {id:?}"))?;
+        if !fetched.path.is_file() {
+            bail!(
+                "component {id:?}: {url} is measured from a file, and there is no cache \
+                 directory to keep it in (set XDG_CACHE_HOME or HOME)"
+            );
+        }
+        return Ok(fetched.path);
+    }
+    manifest
+        .source_path(component)
+        .with_context(|| format!("component {id:?} has no local source"))
 }
 
 /// Where things are: the built artifacts, the runner, and the run's scratch space.

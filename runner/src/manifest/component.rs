@@ -59,8 +59,7 @@ pub enum Source {
     Local(String),
     Remote {
         url: String,
-        #[serde(rename = "digest")]
-        _digest: String,
+        digest: String,
     },
     Registry {
         registry: Option<String>,

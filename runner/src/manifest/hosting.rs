@@ -11,6 +11,7 @@
 
 use super::Manifest;
 use super::component::{Component, Source};
+use super::digest::Digest;
 use super::trigger::{ComponentRef, Executor, HttpTrigger};
 use anyhow::{Result, bail};
 
@@ -85,10 +86,13 @@ fn check_component(id: &str, component: &Component) -> Result<()> {
     let key = |key: &str| format!("component {id:?}: `{key}`");
     match &component.source {
         Source::Local(_) => {}
-        Source::Remote { url, .. } => refuse(
-            &key(&format!("source = {{ url = {url:?} }}")),
-            "only local files are read",
-        )?,
+        // Fetched at load (`instance::remote_source`); a digest Spin would
+        // refuse is refused here, before anything is fetched.
+        Source::Remote { digest, .. } => {
+            if let Err(error) = Digest::parse(digest) {
+                bail!("{}: {error}", key("source"));
+            }
+        }
         Source::Registry {
             registry,
             package,
@@ -98,7 +102,7 @@ fn check_component(id: &str, component: &Component) -> Result<()> {
                 "source = {{ registry = {:?}, package = {package:?}, version = {version:?} }}",
                 registry.as_deref().unwrap_or("default")
             )),
-            "only local files are read",
+            "only local files and URLs are read, not registries",
         )?,
     }
     if !component.ai_models.is_empty() {

@@ -5,12 +5,14 @@
 //! refuses, by name, what it cannot do the way `spin up` would ([`hosting`]).
 
 pub mod component;
+pub mod digest;
 pub mod hosting;
 pub mod one_component;
 pub mod trigger;
 pub mod variables;
 
 pub use component::{Build, Component, Source};
+pub use digest::Digest;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;

@@ -284,12 +284,28 @@ fn what_serve_cannot_host_is_refused_by_key() {
 }
 
 #[test]
-fn remote_sources_are_refused_by_key() {
+fn a_url_source_is_hosted_when_its_digest_is_one_spin_accepts() {
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let source = format!("{{ url = \"https://example.com/a.wasm\", digest = \"{digest}\" }}");
+    hosted(&MINIMAL.replace("source = \"app.wasm\"", &format!("source = {source}")));
+    for (digest, why) in [
+        ("sha256:00", "64 hex digits"),
+        ("md5:0123", "must start with 'sha256:'"),
+    ] {
+        let source = format!("{{ url = \"https://example.com/a.wasm\", digest = \"{digest}\" }}");
+        let manifest =
+            parse(&MINIMAL.replace("source = \"app.wasm\"", &format!("source = {source}")))
+                .unwrap();
+        // Spin refuses it too: an error in one line, not a "use spin up".
+        let error = hosting::check(&manifest).unwrap_err().to_string();
+        assert!(error.contains("`source`") && error.contains(why), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+    }
+}
+
+#[test]
+fn registry_sources_are_refused_by_key() {
     for (source, key) in [
-        (
-            "{ url = \"https://example.com/a.wasm\", digest = \"sha256:00\" }",
-            "source = { url = \"https://example.com/a.wasm\"",
-        ),
         (
             "{ registry = \"ttl.sh\", package = \"a:b\", version = \"1.0.0\" }",
             "source = { registry = \"ttl.sh\"",

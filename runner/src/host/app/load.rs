@@ -17,14 +17,15 @@ use crate::host::instance::compiled_cache::{self, CacheDir, Origin};
 use crate::host::instance::engine::{self, Allocation, PoolSizing};
 use crate::host::instance::flavour::Flavour;
 use crate::host::instance::prepare::{self, Prepared};
+use crate::host::instance::remote_source;
 use crate::host::instance::reuse::Handler;
 use crate::host::instance::slots::Slots;
 use crate::host::instance::state::{Limits, RequestState, StoreRecipe};
 use crate::host::logger;
-use crate::manifest::Manifest;
+use crate::manifest::{Digest, Manifest};
 use anyhow::{Context, Result, anyhow};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use wasmtime::Engine;
@@ -85,7 +86,7 @@ impl Plan {
     pub fn new(manifest: &Manifest, ids: &[&str], options: &HostOptions) -> Result<Self> {
         let sources = ids
             .iter()
-            .map(|id| read_source(manifest, id))
+            .map(|id| read_source(manifest, id, options.cache_dir.as_deref()))
             .collect::<Result<Vec<_>>>()?;
         let wasip3 = sources.iter().any(|s| s.prepared.flavour == Flavour::P3);
         let groups: BTreeSet<Group> = sources.iter().flat_map(|s| s.groups.clone()).collect();
@@ -266,17 +267,25 @@ impl Plan {
 /// Reads and prepares component `id`'s source, and refuses it in one line if
 /// it imports what nothing here provides: before the engine is built, so
 /// nothing else is logged.
-fn read_source(manifest: &Manifest, id: &str) -> Result<Source> {
+fn read_source(manifest: &Manifest, id: &str, cache_dir: Option<&Path>) -> Result<Source> {
     let component = manifest
         .component
         .get(id)
         .ok_or_else(|| anyhow!("no [component.{id}] in the manifest"))?;
-    // `hosting::check` refused every source but a local file.
-    let path = manifest
-        .source_path(component)
-        .with_context(|| format!("component {id:?}: its source is not a local file"))?;
-    let wasm = std::fs::read(&path)
-        .with_context(|| format!("component {id:?}: reading {}", path.display()))?;
+    let (path, wasm) = if let crate::manifest::Source::Remote { url, digest } = &component.source {
+        // `hosting::check` checked the digest.
+        let fetched = remote_source::fetch(url, Digest::parse(digest)?, cache_dir)
+            .with_context(|| format!("component {id:?}"))?;
+        (fetched.path, fetched.wasm)
+    } else {
+        // `hosting::check` refused every other source but a local file.
+        let path = manifest
+            .source_path(component)
+            .with_context(|| format!("component {id:?}: its source is not a local file"))?;
+        let wasm = std::fs::read(&path)
+            .with_context(|| format!("component {id:?}: reading {}", path.display()))?;
+        (path, wasm)
+    };
     let prepared = prepare::prepare(&wasm)
         .map(into_owned)
         .with_context(|| format!("component {id:?}: {} is not a component", path.display()))?;

@@ -61,6 +61,10 @@ pub fn default_dir() -> Option<PathBuf> {
 pub struct CacheDir(PathBuf);
 
 impl CacheDir {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
     /// Creates `dir` (mode 0700) if needed and checks it; on failure, warns once
     /// on stderr and returns `None`, so every component is compiled.
     pub fn open(dir: &Path) -> Option<Self> {

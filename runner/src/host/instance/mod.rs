@@ -7,6 +7,7 @@ pub mod engine;
 pub mod flavour;
 pub mod invoke;
 pub mod prepare;
+pub mod remote_source;
 pub mod reuse;
 pub mod slots;
 pub mod state;
