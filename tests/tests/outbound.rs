@@ -371,13 +371,30 @@ fn databases_are_refused_as_spin_refuses_them() {
 }
 
 #[test]
-fn llm_calls_are_refused_as_spin_refuses_an_unlisted_model() {
-    let (_dir, server) = serve(&[]);
-    let answer = ask(&server, "/llm?llama2-chat");
+fn llm_calls_are_answered_as_spin_s_local_engine_without_model_files_answers() {
+    let (dir, path) = manifest(&[], "");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}ai_models = [\"llama2-chat\"]\n")).unwrap();
+    let server = Server::runner_with(&path, &[]);
+    // Not listed: denied, in Spin's words.
+    let answer = ask(&server, "/llm?codellama-instruct");
     assert!(
         answer.starts_with("error=")
             && answer.contains("InvalidInput")
-            && answer.contains("The component does not have access to use 'llama2-chat'"),
+            && answer.contains("The component does not have access to use 'codellama-instruct'"),
+        "{answer}"
+    );
+    // Listed: looked up where Spin's local engine looks (the state directory,
+    // `.spin` beside the manifest), and not there.
+    let answer = ask(&server, "/llm?llama2-chat");
+    let registry = dir.path().join(".spin/ai-models");
+    assert!(
+        answer.starts_with("error=")
+            && answer.contains("RuntimeError")
+            && answer.contains(&format!(
+                "Could not read model registry directory '{}'",
+                registry.display()
+            )),
         "{answer}"
     );
 }

@@ -105,12 +105,6 @@ fn check_component(id: &str, component: &Component) -> Result<()> {
             "only local files and URLs are read, not registries",
         )?,
     }
-    if !component.ai_models.is_empty() {
-        refuse(
-            &key(&format!("ai_models = {:?}", component.ai_models)),
-            "no AI model is provided",
-        )?;
-    }
     if let Some(name) = component.dependencies.keys().next() {
         refuse(
             &key(&format!("dependencies.{name:?}")),

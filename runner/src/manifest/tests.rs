@@ -258,11 +258,6 @@ fn what_serve_cannot_host_is_refused_by_key() {
     for (header, line, key) in [
         (
             "[component.app]",
-            "ai_models = [\"llama2-chat\"]",
-            "ai_models",
-        ),
-        (
-            "[component.app]",
             "dependencies = { \"a:b/c\" = \"1.0.0\" }",
             "dependencies",
         ),

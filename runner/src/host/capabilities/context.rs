@@ -5,7 +5,7 @@
 
 use super::outbound_hosts::AllowedHosts;
 use super::runtime_config::RuntimeConfig;
-use super::{files, key_value, mysql, outbound_http, postgres, sqlite};
+use super::{files, key_value, llm, mysql, outbound_http, postgres, sqlite};
 use crate::manifest::{Manifest, variables};
 use anyhow::{Result, anyhow};
 use std::collections::BTreeMap;
@@ -35,10 +35,6 @@ pub struct ComponentContext {
 /// `allowed_outbound_hosts` (with `allowed_http_hosts`, Spin's older name),
 /// templates in the hosts expanded over the application's variables.
 #[derive(Debug, Clone, Default)]
-#[expect(
-    dead_code,
-    reason = "read by the key-value, SQLite and outbound capabilities, next"
-)]
 pub struct Grants {
     pub key_value_stores: Vec<String>,
     pub sqlite_databases: Vec<String>,
@@ -51,7 +47,6 @@ pub struct Grants {
 #[derive(Debug, Default)]
 pub struct AppServices {
     /// The runtime config file and the state directory.
-    #[expect(dead_code, reason = "read by the outbound capabilities, next")]
     pub runtime_config: RuntimeConfig,
     /// The key-value stores, each opened once for all instances.
     pub key_value: key_value::Stores,
@@ -64,6 +59,7 @@ pub struct AppServices {
 impl AppServices {
     /// The stores and databases `runtime_config` defines (none opened yet).
     pub fn new(runtime_config: RuntimeConfig) -> Result<Self> {
+        llm::check_runtime_config(&runtime_config)?;
         Ok(Self {
             key_value: key_value::Stores::from_config(&runtime_config)?,
             sqlite: sqlite::Databases::from_config(&runtime_config)?,
