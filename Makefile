@@ -28,6 +28,7 @@ build: setup
 	$(SPINBENCH) build -f tests/template-app/llm
 	$(SPINBENCH) build -f tests/apps/spin4-template
 	$(SPINBENCH) build -f tests/apps/spin2-sdk
+	$(SPINBENCH) build -f tests/apps/wagi
 	$(SPINBENCH) build -f tests/apps/key-value
 	$(SPINBENCH) build -f tests/apps/wasi-keyvalue
 	$(SPINBENCH) build -f tests/apps/sqlite

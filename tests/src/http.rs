@@ -25,6 +25,54 @@ impl Answer {
     }
 }
 
+/// One request with the request headers `headers`: the answer and its
+/// response headers (names lower-case). A redirect is an answer too: it is
+/// not followed.
+pub fn exchange(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (Answer, Vec<(String, String)>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(Duration::from_mins(1)))
+        .build()
+        .into();
+    let mut request = ureq::http::Request::builder().method(method).uri(url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let mut response = agent
+        .run(request.body(body.to_vec()).expect("valid request"))
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let headers: Vec<(String, String)> = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let answer = Answer {
+        status: response.status().as_u16(),
+        content_type: header(&headers, "content-type")
+            .unwrap_or_default()
+            .to_string(),
+        body: response
+            .body_mut()
+            .read_to_vec()
+            .unwrap_or_else(|e| panic!("{method} {url}: reading the body: {e}")),
+    };
+    (answer, headers)
+}
+
+/// The one value of response header `name` (lower-case), if sent; sent twice fails.
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    let mut values = headers.iter().filter(|(k, _)| k == name);
+    let value = values.next().map(|(_, v)| v.as_str());
+    assert!(values.next().is_none(), "{name} sent twice: {headers:?}");
+    value
+}
+
 /// One request over a fresh connection; 4xx and 5xx are answers, not errors.
 pub fn send(method: &str, url: &str, content_type: Option<&str>, body: &[u8]) -> Answer {
     send_with_headers(method, url, content_type, body).0

@@ -20,8 +20,8 @@ mod http;
 pub mod report;
 
 pub use http::{
-    Answer, get, get_within, parse_response, raw_exchange, raw_then_close, read_response, send,
-    send_with_headers,
+    Answer, exchange, get, get_within, header, parse_response, raw_exchange, raw_then_close,
+    read_response, send, send_with_headers,
 };
 
 /// The function set: the component ids of the repository's benchmark file

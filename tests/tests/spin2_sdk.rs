@@ -9,7 +9,7 @@
 //! a request body streamed back chunk by chunk through spin-sdk 2.2's
 //! low-level handler, each chunk answered before the next is sent.
 
-use e2e::{Answer, Server, artifact, get, parse_response, send, send_with_headers};
+use e2e::{Server, artifact, exchange, get, header, parse_response, send, send_with_headers};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -70,46 +70,6 @@ impl App {
 }
 
 /// The value of response header `name` (names are lower-case), if sent once.
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    let mut values = headers.iter().filter(|(k, _)| k == name);
-    let value = values.next().map(|(_, v)| v.as_str());
-    assert!(values.next().is_none(), "{name} sent twice: {headers:?}");
-    value
-}
-
-/// One request with the request headers `headers`; the answer and its headers.
-fn send_headers(
-    method: &str,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> (Answer, Vec<(String, String)>) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_mins(1)))
-        .build()
-        .into();
-    let mut request = ureq::http::Request::builder().method(method).uri(url);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let mut response = agent
-        .run(request.body(body.to_vec()).unwrap())
-        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
-    let headers: Vec<(String, String)> = response
-        .headers()
-        .iter()
-        .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap().to_string()))
-        .collect();
-    let answer = Answer {
-        status: response.status().as_u16(),
-        content_type: header(&headers, "content-type")
-            .unwrap_or_default()
-            .to_string(),
-        body: response.body_mut().read_to_vec().unwrap(),
-    };
-    (answer, headers)
-}
 
 #[test]
 fn hello_answers_its_method_and_path_with_its_headers() {
@@ -132,7 +92,7 @@ fn echo_sends_the_body_and_the_x_echo_header_back() {
     let app = App::serve(&[]);
     // Every byte value, so nothing is taken for text on the way.
     let body: Vec<u8> = (0..=255u8).cycle().take(100_000).collect();
-    let (answer, headers) = send_headers(
+    let (answer, headers) = exchange(
         "POST",
         &app.url("/echo"),
         &[
@@ -149,7 +109,7 @@ fn echo_sends_the_body_and_the_x_echo_header_back() {
         Some("application/octet-stream")
     );
     // Without the header, none comes back.
-    let (answer, headers) = send_headers("POST", &app.url("/echo"), &[], b"plain");
+    let (answer, headers) = exchange("POST", &app.url("/echo"), &[], b"plain");
     assert_eq!(
         (answer.status, answer.body.as_slice()),
         (200, &b"plain"[..])

@@ -23,6 +23,7 @@ use super::instance::invoke::{self, Failure, Holds};
 use super::instance::reuse::{Handler, ReuseLimits};
 use super::instance::slots::Slots;
 use super::instance::state::{GuestLimits, RequestState};
+use super::instance::wagi::Wagi;
 use super::instance::{Body, declared_length};
 use super::logger;
 use crate::manifest::{Manifest, RouteTarget};
@@ -234,6 +235,10 @@ impl Host {
                 self.fresh(pre, request, loaded, slots, permit).await
             }
             Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
+            Handler::Wagi(wagi) => {
+                let slots = application.shared_slots.as_ref();
+                Self::wagi(wagi, request, loaded, slots, permit).await
+            }
         };
         let response = response
             .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
@@ -279,6 +284,33 @@ impl Host {
         };
         let invocation = invoke::instantiate(pre, request, &loaded.recipe).await?;
         invoke::respond(invocation, Holds::new(permit, slot)).await
+    }
+
+    /// Runs a WAGI program on `request`; like a fresh instance, it holds
+    /// `permit` and, when idle WASIp3 instances share the pool, a slot, until
+    /// its (buffered) response is ready.
+    async fn wagi<B>(
+        wagi: &Wagi,
+        request: Request<B>,
+        loaded: &Loaded,
+        slots: Option<&Arc<Slots>>,
+        permit: Permit,
+    ) -> Result<Response<Body>, Failure>
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    {
+        let slot = match slots {
+            None => None,
+            Some(slots) => Some(
+                slots
+                    .take()
+                    .await
+                    .map_err(|none| Failure::Overloaded(wasmtime::Error::new(none)))?,
+            ),
+        };
+        let response = wagi.handle(request, &loaded.recipe).await;
+        drop((permit, slot));
+        response
     }
 
     /// The `503` for a request that found no free instance.

@@ -12,7 +12,7 @@
 use super::Manifest;
 use super::component::{Component, Source};
 use super::digest::Digest;
-use super::trigger::{ComponentRef, Executor, HttpTrigger};
+use super::trigger::{ComponentRef, HttpTrigger};
 use anyhow::{Result, bail};
 
 /// The end of every refusal: what to use instead.
@@ -61,12 +61,6 @@ fn check_trigger(trigger: &HttpTrigger) -> Result<()> {
         place = format!("{place} (id {:?})", trigger.id);
     }
     let key = |key: &str| format!("{place}: `{key}`");
-    if let Some(Executor::Wagi {}) = &trigger.executor {
-        refuse(
-            &key("executor = { type = \"wagi\" }"),
-            "only wasi:http components are served",
-        )?;
-    }
     if !trigger.components.is_empty() {
         refuse(&key("components"), "reserved by Spin")?;
     }

@@ -266,7 +266,6 @@ fn what_serve_cannot_host_is_refused_by_key() {
             "trigger.redis = { address = \"redis://localhost\" }",
             "[application.trigger.redis]",
         ),
-        ("[[trigger.http]]", "executor = { type = \"wagi\" }", "wagi"),
         (
             "[[trigger.http]]",
             "components = { a = \"b\" }",
@@ -296,6 +295,26 @@ fn a_url_source_is_hosted_when_its_digest_is_one_spin_accepts() {
         assert!(error.contains("`source`") && error.contains(why), "{error}");
         assert!(!error.contains('\n'), "{error}");
     }
+}
+
+#[test]
+fn a_wagi_trigger_has_spin_s_default_argv_unless_it_gives_one() {
+    let wagi = MINIMAL.replace(
+        "component = \"app\"",
+        "component = \"app\"\nexecutor = { type = \"wagi\" }",
+    );
+    let manifest = hosted(&wagi);
+    let config = manifest.trigger.http[0].wagi().expect("a WAGI trigger");
+    assert_eq!(config.argv, "${SCRIPT_NAME} ${ARGS}");
+    let given = MINIMAL.replace(
+        "component = \"app\"",
+        "component = \"app\"\nexecutor = { type = \"wagi\", argv = \"x ${ARGS}\", entrypoint = \"_start\" }",
+    );
+    assert_eq!(
+        hosted(&given).trigger.http[0].wagi().unwrap().argv,
+        "x ${ARGS}"
+    );
+    assert!(hosted(MINIMAL).trigger.http[0].wagi().is_none());
 }
 
 #[test]

@@ -74,8 +74,38 @@ pub enum ComponentRef {
 pub enum Executor {
     #[serde(alias = "spin")]
     Http,
-    /// Its settings (`argv`, ...) are not read: the executor is refused.
-    Wagi {},
+    /// A WASI command module run as a CGI script per request (`host::instance::wagi`).
+    Wagi(WagiConfig),
+}
+
+/// `executor = { type = "wagi", argv = "...", entrypoint = "..." }`, with
+/// Spin 4.0.2's defaults (spinframework/spin `crates/http/src/config.rs`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WagiConfig {
+    /// The program's arguments, space-separated: `${SCRIPT_NAME}` is the
+    /// request's path, `${ARGS}` its query with each `&` a space.
+    #[serde(default = "WagiConfig::default_argv")]
+    pub argv: String,
+    /// Deprecated in Spin and not read by it: the command's `_start` runs.
+    #[serde(default, rename = "entrypoint")]
+    pub _entrypoint: Option<String>,
+}
+
+impl WagiConfig {
+    fn default_argv() -> String {
+        "${SCRIPT_NAME} ${ARGS}".to_string()
+    }
+}
+
+impl HttpTrigger {
+    /// The WAGI settings, if the trigger runs its component as WAGI.
+    pub fn wagi(&self) -> Option<&WagiConfig> {
+        match &self.executor {
+            Some(Executor::Wagi(config)) => Some(config),
+            _ => None,
+        }
+    }
 }
 
 impl HttpTrigger {

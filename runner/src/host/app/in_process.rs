@@ -105,6 +105,20 @@ impl Host {
                     Err(failure) => Self::failed_timed(component, &failure, Duration::ZERO, handle),
                 });
             }
+            // A WAGI program's instantiation and run are one step here: all
+            // of it counts as handling.
+            Handler::Wagi(wagi) => {
+                let start = Instant::now();
+                let outcome = match wagi.handle(request, &loaded.recipe).await {
+                    Ok(response) => collect(response).await,
+                    Err(failure) => Err(failure),
+                };
+                let handle = start.elapsed();
+                return Ok(match outcome {
+                    Ok(collected) => TimedResponse::new(collected, Duration::ZERO, handle),
+                    Err(failure) => Self::failed_timed(component, &failure, Duration::ZERO, handle),
+                });
+            }
         };
         match invoke::instantiate(pre, request, &loaded.recipe).await {
             Ok(invocation) => Ok(self.complete_timed(component, invocation).await),

@@ -76,6 +76,8 @@ pub struct Plan {
 struct Source {
     id: String,
     path: PathBuf,
+    /// The `argv` of the WAGI trigger that runs it, if one does.
+    wagi_argv: Option<String>,
     prepared: Prepared<'static>,
     groups: BTreeSet<Group>,
 }
@@ -240,9 +242,16 @@ impl Plan {
             let reason = format!("{:#}", anyhow::Error::from(e)).replace('\n', " ");
             anyhow!("component {id:?} cannot be linked ({reason}); `spin up` runs this app")
         })?;
-        let handler = Handler::new(pre, prepared.flavour, &recipe, self.options.reuse, slots)
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
+        let handler = Handler::new(
+            pre,
+            prepared.flavour,
+            &recipe,
+            self.options.reuse,
+            slots,
+            source.wagi_argv.as_deref(),
+        )
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("linking component {id:?} ({})", path.display()))?;
         if log {
             let mut how = vec![prepared.flavour.describe()];
             how.extend(prepared.adapted.iter().copied());
@@ -286,7 +295,18 @@ fn read_source(manifest: &Manifest, id: &str, cache_dir: Option<&Path>) -> Resul
             .with_context(|| format!("component {id:?}: reading {}", path.display()))?;
         (path, wasm)
     };
-    let prepared = prepare::prepare(&wasm)
+    let wagi_argv = manifest
+        .trigger
+        .http
+        .iter()
+        .filter(|trigger| trigger.component_id() == Some(id))
+        .find_map(|trigger| trigger.wagi())
+        .map(|wagi| wagi.argv.clone());
+    let prepared = match wagi_argv {
+        Some(_) => prepare::prepare_wagi(&wasm),
+        None => prepare::prepare(&wasm),
+    };
+    let prepared = prepared
         .map(into_owned)
         .with_context(|| format!("component {id:?}: {} is not a component", path.display()))?;
     let groups = capabilities::groups_for(&prepared.imports).map_err(|unprovided| {
@@ -298,6 +318,7 @@ fn read_source(manifest: &Manifest, id: &str, cache_dir: Option<&Path>) -> Resul
     Ok(Source {
         id: id.to_string(),
         path,
+        wagi_argv,
         prepared,
         groups,
     })

@@ -157,7 +157,7 @@ async fn instances_for(host: &Host, requests: usize, pause: Duration) -> u64 {
     }
     match &host.application().components["hello"].handler {
         Handler::Reused(reused) => reused.instances_created(),
-        Handler::Fresh(_) => panic!("hello_p3 is a WASIp3 component"),
+        Handler::Fresh(_) | Handler::Wagi(_) => panic!("hello_p3 is a WASIp3 component"),
     }
 }
 

@@ -15,17 +15,30 @@ pub const ENVIRONMENT_P2: &str = "wasi:cli/environment@0.2.12";
 pub const ENVIRONMENT_P3: &str = "wasi:cli/environment@0.3.0";
 
 /// Defines `instance`'s functions over the ones already linked: the
-/// component's environment, no arguments, no working directory (the function
+/// component's environment and no arguments (a WAGI request's CGI variables
+/// and command line added), no working directory (the function
 /// is `initial-cwd` in 0.2 and `get-initial-cwd` in 0.3; defining both is harmless).
 pub fn link<T: HostState>(linker: &mut Linker<T>, instance: &str) -> Result<()> {
     linker.allow_shadowing(true);
     let mut instance = linker.instance(instance)?;
     instance.func_wrap(
         "get-environment",
-        |store: StoreContextMut<'_, T>, (): ()| Ok((store.data().context().environment.clone(),)),
+        |store: StoreContextMut<'_, T>, (): ()| {
+            let state = store.data();
+            let mut environment = state.context().environment.clone();
+            if let Some(command_line) = state.command_line() {
+                environment.extend_from_slice(&command_line.environment);
+            }
+            Ok((environment,))
+        },
     )?;
-    instance.func_wrap("get-arguments", |_: StoreContextMut<'_, T>, (): ()| {
-        Ok((Vec::<String>::new(),))
+    instance.func_wrap("get-arguments", |store: StoreContextMut<'_, T>, (): ()| {
+        let arguments = store
+            .data()
+            .command_line()
+            .map(|command_line| command_line.arguments.clone())
+            .unwrap_or_default();
+        Ok((arguments,))
     })?;
     for cwd in ["initial-cwd", "get-initial-cwd"] {
         instance.func_wrap(cwd, |_: StoreContextMut<'_, T>, (): ()| {

@@ -45,6 +45,18 @@ pub trait HostState: Send + 'static {
     fn context(&self) -> &ComponentContext;
     /// The store's resource table.
     fn table(&mut self) -> &mut ResourceTable;
+    /// A WAGI request's arguments and CGI environment (`environment`).
+    fn command_line(&self) -> Option<&CommandLine> {
+        None
+    }
+}
+
+/// What a WAGI program is started with besides its component's own
+/// `environment`: its arguments and its request's CGI variables.
+#[derive(Debug, Clone, Default)]
+pub struct CommandLine {
+    pub arguments: Vec<String>,
+    pub environment: Vec<(String, String)>,
 }
 
 /// The destructor of a host resource kept in the store's table: the guest

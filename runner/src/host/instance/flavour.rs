@@ -12,6 +12,9 @@ pub enum Flavour {
     P2,
     /// `wasi:http/handler@0.3.x`: async, instances reused for many requests.
     P3,
+    /// A WASI command run as a CGI script (WAGI), a fresh instance per
+    /// request: chosen by the trigger's executor, not read from the bytes.
+    Wagi,
 }
 
 impl Flavour {
@@ -43,6 +46,7 @@ impl Flavour {
         match self {
             Flavour::P2 => "WASIp2, fresh instance per request",
             Flavour::P3 => "WASIp3, instances reused",
+            Flavour::Wagi => "WAGI, a WASI command per request",
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod reuse;
 pub mod slots;
 pub mod state;
 pub mod tether;
+pub mod wagi;
 
 use http::HeaderMap;
 

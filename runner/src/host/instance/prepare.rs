@@ -87,6 +87,43 @@ pub fn prepare(source: &[u8]) -> Result<Prepared<'_>> {
     })
 }
 
+/// Prepares `source` for a WAGI trigger: a WASI command. A core module (what
+/// `wasm32-wasip1` and wasi-sdk build; Spin's WAGI apps) is made a component
+/// with the preview1 *command* adapter, whose `wasi:cli/run` calls its
+/// `_start`; a component must export `wasi:cli/run` itself.
+pub fn prepare_wagi(source: &[u8]) -> Result<Prepared<'_>> {
+    let mut adapted = Vec::new();
+    let mut wasm = Cow::Borrowed(source);
+    if encoding(source)? == Encoding::Module {
+        let component = wit_component::ComponentEncoder::default()
+            .validate(true)
+            .module(source)
+            .and_then(|encoder| {
+                encoder.adapter(
+                    wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME,
+                    wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER,
+                )
+            })
+            .and_then(|mut encoder| encoder.encode())
+            .context("making a WASI command of the WAGI module (it must export `_start`)")?;
+        wasm = Cow::Owned(component);
+        adapted.push("componentized as a WASI command");
+    }
+    if !exports_of(&wasm)?
+        .iter()
+        .any(|name| name.starts_with("wasi:cli/run@0.2"))
+    {
+        bail!("a WAGI component must be a WASI command (export wasi:cli/run@0.2.x)");
+    }
+    let imports = imports_of(&wasm)?;
+    Ok(Prepared {
+        wasm,
+        flavour: Flavour::Wagi,
+        imports,
+        adapted,
+    })
+}
+
 fn encoding(wasm: &[u8]) -> Result<Encoding> {
     for payload in Parser::new(0).parse_all(wasm) {
         if let Payload::Version { encoding, .. } = payload.context("not a WebAssembly binary")? {
@@ -103,8 +140,9 @@ fn componentize(module: &[u8]) -> Result<Vec<u8>> {
     if !has_component_type(module)? {
         bail!(
             "a core module without a `component-type` section (built with Spin 1's SDK or \
-             wit-bindgen older than 0.5, or a WAGI module) cannot be made a component here; \
-             rebuild it with spin-sdk 2 or later"
+             wit-bindgen older than 0.5) cannot be made a component here; rebuild it with \
+             spin-sdk 2 or later (a WAGI program needs `executor = {{ type = \"wagi\" }}` \
+             on its trigger)"
         );
     }
     wit_component::ComponentEncoder::default()

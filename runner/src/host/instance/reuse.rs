@@ -78,18 +78,25 @@ impl Default for ReuseLimits {
 pub enum Handler {
     Fresh(wasmtime_wasi_http::p2::bindings::ProxyPre<RequestState>),
     Reused(Reused),
+    Wagi(super::wagi::Wagi),
 }
 
 impl Handler {
-    /// `slots`: the pool's slots, which a WASIp3 component's instances take.
+    /// `slots`: the pool's slots, which a WASIp3 component's instances take;
+    /// `wagi_argv`: a WAGI component's `argv` template.
     pub fn new(
         pre: InstancePre<RequestState>,
         flavour: Flavour,
         recipe: &StoreRecipe,
         reuse: ReuseLimits,
         slots: &Arc<Slots>,
+        wagi_argv: Option<&str>,
     ) -> wasmtime::Result<Self> {
         Ok(match flavour {
+            Flavour::Wagi => Handler::Wagi(super::wagi::Wagi::new(
+                pre,
+                wagi_argv.unwrap_or_default().to_string(),
+            )?),
             Flavour::P2 => Handler::Fresh(wasmtime_wasi_http::p2::bindings::ProxyPre::new(pre)?),
             Flavour::P3 => Handler::Reused(Reused::new(
                 ServicePre::new(pre)?,

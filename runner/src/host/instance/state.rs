@@ -5,7 +5,7 @@
 //! functions.
 
 use super::engine::per_instance;
-use crate::host::capabilities::{ComponentContext, HostState, outbound_http, sockets};
+use crate::host::capabilities::{CommandLine, ComponentContext, HostState, outbound_http, sockets};
 use crate::host::logger::GuestOutput;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,8 +64,21 @@ impl Default for GuestLimits {
     }
 }
 
+/// What a WAGI program gets besides a request's usual store: its command
+/// line, its CGI environment, the request body as stdin and a pipe for the
+/// response it writes to stdout.
+pub struct Cgi {
+    pub arguments: Vec<String>,
+    pub environment: Vec<(String, String)>,
+    pub stdin: bytes::Bytes,
+    pub stdout: wasmtime_wasi::p2::pipe::MemoryOutputPipe,
+}
+
 pub struct RequestState {
     context: Arc<ComponentContext>,
+    /// A WAGI request's arguments and environment (the component's own
+    /// `environment` comes first); `None` for every other request.
+    command_line: Option<CommandLine>,
     table: ResourceTable,
     wasi: WasiCtx,
     http: WasiHttpCtx,
@@ -78,7 +91,7 @@ impl RequestState {
     /// component's `files` (read-only at `/`), and only the socket addresses
     /// the component's list allows; stdout and stderr are captured into the
     /// runner's log, prefixed. Fails only if the `files` copy cannot be opened.
-    fn new(recipe: &StoreRecipe) -> wasmtime::Result<Self> {
+    fn new(recipe: &StoreRecipe, cgi: Option<Cgi>) -> wasmtime::Result<Self> {
         let limits = &recipe.limits;
         let guest = limits.guest;
         let mut table = ResourceTable::new();
@@ -87,7 +100,18 @@ impl RequestState {
         let mut http = WasiHttpCtx::new();
         http.set_field_size_limit(guest.max_http_fields_size);
         let mut wasi = WasiCtxBuilder::new();
-        wasi.stdout(output.clone()).stderr(output);
+        let command_line = if let Some(cgi) = cgi {
+            wasi.stdin(wasmtime_wasi::p2::pipe::MemoryInputPipe::new(cgi.stdin))
+                .stdout(cgi.stdout)
+                .stderr(output);
+            Some(CommandLine {
+                arguments: cgi.arguments,
+                environment: cgi.environment,
+            })
+        } else {
+            wasi.stdout(output.clone()).stderr(output);
+            None
+        };
         if let Some(files) = &recipe.context.files {
             files.preopen(&mut wasi)?;
         }
@@ -105,6 +129,7 @@ impl RequestState {
         }
         Ok(Self {
             context: recipe.context.clone(),
+            command_line,
             table,
             wasi: wasi.build(),
             http,
@@ -127,8 +152,35 @@ impl RequestState {
 /// A fresh store for one request, whose guest code traps with
 /// `Trap::Interrupt` once `limits.timeout` of wall-clock time has passed.
 pub fn new_store(engine: &Engine, recipe: &StoreRecipe) -> wasmtime::Result<Store<RequestState>> {
+    Ok(deadline_store(
+        engine,
+        recipe,
+        RequestState::new(recipe, None)?,
+    ))
+}
+
+/// [`new_store`] for a WAGI request: the program's stdio, arguments and environment are `cgi`'s.
+pub fn new_cgi_store(
+    engine: &Engine,
+    recipe: &StoreRecipe,
+    cgi: Cgi,
+) -> wasmtime::Result<Store<RequestState>> {
+    Ok(deadline_store(
+        engine,
+        recipe,
+        RequestState::new(recipe, Some(cgi))?,
+    ))
+}
+
+/// A store whose guest yields at every epoch tick and is interrupted once
+/// `recipe`'s timeout has passed.
+fn deadline_store(
+    engine: &Engine,
+    recipe: &StoreRecipe,
+    state: RequestState,
+) -> Store<RequestState> {
     let limits = &recipe.limits;
-    let mut store = Store::new(engine, RequestState::new(recipe)?);
+    let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limits);
     let deadline = Instant::now() + limits.timeout;
     // Checked at every epoch tick while guest code runs: a busy guest yields to
@@ -142,7 +194,7 @@ pub fn new_store(engine: &Engine, recipe: &StoreRecipe) -> wasmtime::Result<Stor
         })
     });
     store.set_epoch_deadline(1);
-    Ok(store)
+    store
 }
 
 /// A store for a reused (WASIp3) instance, serving many requests: the guest
@@ -153,7 +205,7 @@ pub fn new_reusable_store(
     engine: &Engine,
     recipe: &StoreRecipe,
 ) -> wasmtime::Result<Store<RequestState>> {
-    let mut store = Store::new(engine, RequestState::new(recipe)?);
+    let mut store = Store::new(engine, RequestState::new(recipe, None)?);
     store.limiter(|state| &mut state.limits);
     store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
     store.set_epoch_deadline(1);
@@ -163,6 +215,10 @@ pub fn new_reusable_store(
 impl HostState for RequestState {
     fn context(&self) -> &ComponentContext {
         &self.context
+    }
+
+    fn command_line(&self) -> Option<&CommandLine> {
+        self.command_line.as_ref()
     }
 
     fn table(&mut self) -> &mut ResourceTable {

@@ -251,3 +251,59 @@ fn a_component_that_needs_nothing_is_left_as_it_is() {
     assert!(prepared.adapted.is_empty());
     assert!(matches!(prepared.wasm, Cow::Borrowed(_)));
 }
+
+#[test]
+fn a_wagi_module_is_made_a_wasi_command_and_needs_a_start() {
+    // A core module exporting `_start` and its memory, importing nothing.
+    let command = command_module(true);
+    let prepared = prepare_wagi(&command).unwrap();
+    assert_eq!(prepared.flavour, Flavour::Wagi);
+    assert_eq!(prepared.adapted, ["componentized as a WASI command"]);
+    assert!(
+        exports_of(&prepared.wasm)
+            .iter()
+            .any(|name| name.starts_with("wasi:cli/run@0.2")),
+        "{:?}",
+        exports_of(&prepared.wasm)
+    );
+    let no_start = command_module(false);
+    let error = prepare_wagi(&no_start).unwrap_err();
+    assert!(format!("{error:#}").contains("_start"), "{error:#}");
+}
+
+/// A core module exporting its memory and, if `with_start`, an empty
+/// `_start`: the smallest WASI command, importing nothing.
+fn command_module(with_start: bool) -> Vec<u8> {
+    let mut module = wasm_encoder::Module::new();
+    let mut types = wasm_encoder::TypeSection::new();
+    types.ty().function([], []);
+    let mut functions = wasm_encoder::FunctionSection::new();
+    let mut memories = wasm_encoder::MemorySection::new();
+    memories.memory(wasm_encoder::MemoryType {
+        minimum: 1,
+        maximum: None,
+        memory64: false,
+        shared: false,
+        page_size_log2: None,
+    });
+    let mut exports = wasm_encoder::ExportSection::new();
+    exports.export("memory", wasm_encoder::ExportKind::Memory, 0);
+    let mut code = wasm_encoder::CodeSection::new();
+    if with_start {
+        functions.function(0);
+        exports.export("_start", wasm_encoder::ExportKind::Func, 0);
+        let mut body = wasm_encoder::Function::new([]);
+        body.instructions().end();
+        code.function(&body);
+    }
+    module.section(&types);
+    if with_start {
+        module.section(&functions);
+    }
+    module.section(&memories);
+    module.section(&exports);
+    if with_start {
+        module.section(&code);
+    }
+    module.finish()
+}
