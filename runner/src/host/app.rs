@@ -21,7 +21,7 @@ use super::instance::compiled_cache::{self, Origin};
 use super::instance::engine::{Allocation, PoolSizing};
 use super::instance::invoke::{self, Failure, Holds};
 use super::instance::reuse::{Handler, ReuseLimits};
-use super::instance::slots::Slots;
+use super::instance::slots::{Slot, Slots};
 use super::instance::state::{GuestLimits, RequestState};
 use super::instance::wagi::Wagi;
 use super::instance::{Body, declared_length};
@@ -273,15 +273,7 @@ impl Host {
         B: hyper::body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
-        let slot = match slots {
-            None => None,
-            Some(slots) => Some(
-                slots
-                    .take()
-                    .await
-                    .map_err(|none| Failure::Overloaded(wasmtime::Error::new(none)))?,
-            ),
-        };
+        let slot = take_slot(slots).await?;
         let invocation = invoke::instantiate(pre, request, &loaded.recipe).await?;
         invoke::respond(invocation, Holds::new(permit, slot)).await
     }
@@ -299,15 +291,7 @@ impl Host {
     where
         B: hyper::body::Body<Data = Bytes> + Send + 'static,
     {
-        let slot = match slots {
-            None => None,
-            Some(slots) => Some(
-                slots
-                    .take()
-                    .await
-                    .map_err(|none| Failure::Overloaded(wasmtime::Error::new(none)))?,
-            ),
-        };
+        let slot = take_slot(slots).await?;
         let response = wagi.handle(request, &loaded.recipe).await;
         drop((permit, slot));
         response
@@ -371,6 +355,19 @@ fn lower_priority() {
 /// stderr cannot block the request (a guest's own panic message is already
 /// logged above it; timeouts are expected under load tests, so only the
 /// response says so) and builds the JSON error reply.
+/// A slot of the pool, when idle WASIp3 instances share it (`slots`): what a
+/// fresh instance or a WAGI run holds while it lives.
+async fn take_slot(slots: Option<&Arc<Slots>>) -> Result<Option<Slot>, Failure> {
+    match slots {
+        None => Ok(None),
+        Some(slots) => slots
+            .take()
+            .await
+            .map(Some)
+            .map_err(|none| Failure::Overloaded(wasmtime::Error::new(none))),
+    }
+}
+
 fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
     let message = failure.message(component);
     if let Failure::Overloaded(_) = failure {

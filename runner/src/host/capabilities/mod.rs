@@ -386,4 +386,6 @@ fn compatible(provided: &Version, wanted: &Version) -> bool {
 }
 
 #[cfg(test)]
+pub(crate) mod test_support;
+#[cfg(test)]
 mod tests;

@@ -219,39 +219,8 @@ fn error_codes_keep_0_2_s_words_in_the_candidate_s_four_kinds() {
 
 #[test]
 fn it_links_beside_wasi_0_2() {
-    struct State {
-        table: ResourceTable,
-        wasi: wasmtime_wasi::WasiCtx,
-        http: WasiHttpCtx,
-        context: crate::host::capabilities::ComponentContext,
-    }
-    impl HostState for State {
-        fn context(&self) -> &crate::host::capabilities::ComponentContext {
-            &self.context
-        }
-        fn table(&mut self) -> &mut ResourceTable {
-            &mut self.table
-        }
-    }
-    impl wasmtime_wasi::WasiView for State {
-        fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
-            wasmtime_wasi::WasiCtxView {
-                ctx: &mut self.wasi,
-                table: &mut self.table,
-            }
-        }
-    }
-    impl wasmtime_wasi_http::WasiHttpView for State {
-        fn http(&mut self) -> WasiHttpCtxView<'_> {
-            WasiHttpCtxView {
-                hooks: wasmtime_wasi_http::default_hooks(),
-                table: &mut self.table,
-                ctx: &mut self.http,
-            }
-        }
-    }
     let engine = wasmtime::Engine::default();
-    let mut linker = Linker::<State>::new(&engine);
+    let mut linker = Linker::<crate::host::capabilities::test_support::LinkState>::new(&engine);
     let groups = [
         crate::host::capabilities::Group::WasiP2,
         crate::host::capabilities::Group::WasiRc2023_10_18,

@@ -1,12 +1,13 @@
 use super::v2023_11_10_http::types as candidate;
 use super::*;
-use crate::host::capabilities::{ComponentContext, Group};
+use crate::host::capabilities::Group;
+use crate::host::capabilities::test_support::{LinkState, module_for};
 use crate::host::instance::prepare::prepare;
 use wasmtime::component::{Component, Resource, ResourceTable};
 use wasmtime_wasi_http::p2::bindings::http::types::{self as latest, HeaderError};
 use wasmtime_wasi_http::p2::body::HostFutureTrailers;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
-use wit_parser::{LiftLowerAbi, ManglingAndAbi, Resolve};
+use wit_parser::Resolve;
 
 /// An HTTP view over fresh state.
 fn with_http<R>(body: impl FnOnce(&mut WasiHttpCtxView<'_>) -> R) -> R {
@@ -103,57 +104,14 @@ fn component_of_the_candidate(engine: &wasmtime::Engine) -> Component {
     let world = resolve
         .select_world(&[package], Some("types-only"))
         .unwrap();
-    let mut module =
-        wit_component::dummy_module(&resolve, world, ManglingAndAbi::Legacy(LiftLowerAbi::Sync));
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .unwrap();
+    let module = module_for(&resolve, world);
     let prepared = prepare(&module).unwrap();
     assert!(prepared.imports.iter().any(|name| name == HTTP_TYPES));
     Component::new(engine, &prepared.wasm).unwrap()
 }
 
-struct State {
-    table: ResourceTable,
-    wasi: wasmtime_wasi::WasiCtx,
-    http: WasiHttpCtx,
-    context: ComponentContext,
-}
-
-impl HostState for State {
-    fn context(&self) -> &ComponentContext {
-        &self.context
-    }
-    fn table(&mut self) -> &mut ResourceTable {
-        &mut self.table
-    }
-}
-
-impl wasmtime_wasi::WasiView for State {
-    fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
-        wasmtime_wasi::WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl wasmtime_wasi_http::WasiHttpView for State {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            hooks: wasmtime_wasi_http::default_hooks(),
-            table: &mut self.table,
-            ctx: &mut self.http,
-        }
-    }
-}
-
-fn linker_of(engine: &wasmtime::Engine, groups: &[Group]) -> Linker<State> {
-    let mut linker = Linker::<State>::new(engine);
+fn linker_of(engine: &wasmtime::Engine, groups: &[Group]) -> Linker<LinkState> {
+    let mut linker = Linker::<LinkState>::new(engine);
     crate::host::capabilities::link(&mut linker, &groups.iter().copied().collect()).unwrap();
     linker
 }
@@ -193,15 +151,7 @@ fn the_socket_methods_0_2_0_dropped_still_link() {
         )
         .unwrap();
     let world = resolve.select_world(&[package], Some("app")).unwrap();
-    let mut module =
-        wit_component::dummy_module(&resolve, world, ManglingAndAbi::Legacy(LiftLowerAbi::Sync));
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .unwrap();
+    let module = module_for(&resolve, world);
     let prepared = prepare(&module).unwrap();
     assert_eq!(prepared.imports, ["wasi:sockets/tcp@0.2.0"]);
     let engine = wasmtime::Engine::default();

@@ -206,7 +206,7 @@ impl HostState for TestState {
 /// guest imports is what the linker provides.
 #[test]
 fn a_component_importing_the_three_interfaces_links() {
-    use wit_parser::{LiftLowerAbi, ManglingAndAbi, Resolve};
+    use wit_parser::Resolve;
     let mut resolve = Resolve::default();
     let package = resolve
         .push_str(
@@ -215,15 +215,7 @@ fn a_component_importing_the_three_interfaces_links() {
         )
         .unwrap();
     let world = resolve.select_world(&[package], Some("imports")).unwrap();
-    let mut module =
-        wit_component::dummy_module(&resolve, world, ManglingAndAbi::Legacy(LiftLowerAbi::Sync));
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .unwrap();
+    let module = crate::host::capabilities::test_support::module_for(&resolve, world);
     let component = wit_component::ComponentEncoder::default()
         .module(&module)
         .unwrap()

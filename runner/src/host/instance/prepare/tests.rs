@@ -1,5 +1,5 @@
 use super::*;
-use wit_parser::{LiftLowerAbi, ManglingAndAbi, Resolve};
+use wit_parser::Resolve;
 
 /// A WASI-like package at `version`: a resource, and a handler using it.
 fn http_package(version: &str) -> String {
@@ -29,16 +29,7 @@ fn module(packages: &[String], imports: &[&str], exports: &[&str]) -> Vec<u8> {
         )
         .unwrap();
     let world = resolve.select_world(&[app], Some("app")).unwrap();
-    let mut module =
-        wit_component::dummy_module(&resolve, world, ManglingAndAbi::Legacy(LiftLowerAbi::Sync));
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .unwrap();
-    module
+    crate::host::capabilities::test_support::module_for(&resolve, world)
 }
 
 fn exports_of(component: &[u8]) -> Vec<String> {
