@@ -287,6 +287,26 @@ pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
     args
 }
 
+/// `spinbench serve -f` of the test app `app` (its component `wasm` built by
+/// `make build`), with the e2e compiled-code cache, `state_dir` as its state
+/// directory and `extra` arguments (a runtime config file, say).
+pub fn serve_test_app(app: &str, wasm: &str, state_dir: &Path, extra: &[&str]) -> Server {
+    let dir = built_app(app, wasm);
+    let cache = workspace_root().join("target/e2e-cache");
+    let mut args = vec![
+        "serve",
+        "-f",
+        dir.to_str().unwrap(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--state-dir",
+        state_dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let label = Path::new(app).file_name().unwrap().to_str().unwrap();
+    Server::start(label, &artifact("release/spinbench"), &args)
+}
+
 /// `spinbench serve` of `manifest` on a free port, run until it exits (within a
 /// minute): for apps it must refuse at start. `None` if it started serving instead.
 pub fn serve_until_exit(manifest: &Path, extra_args: &[&str]) -> Option<(ExitStatus, String)> {

@@ -5,16 +5,12 @@
 //! with Spin's `access-denied`, and a granted label nothing defines refused at
 //! start, as Spin refuses it.
 
-use e2e::{Answer, Server, artifact, get, send, workspace_root};
-use std::path::{Path, PathBuf};
+use e2e::{Answer, Server, artifact, get, send};
+use std::path::Path;
 use std::time::Duration;
 
 const APP: &str = "tests/apps/key-value";
 const WASM: &str = "target/wasm32-wasip2/release/key_value_app.wasm";
-
-fn built_app() -> PathBuf {
-    e2e::built_app(APP, WASM)
-}
 
 /// `serve` with its state directory and a runtime config file defining `cache`
 /// in `state`.
@@ -25,21 +21,13 @@ fn serve(state: &Path) -> Server {
         "[key_value_store.cache]\ntype = \"spin\"\npath = \"cache/kv.db\"\n",
     )
     .unwrap();
-    let app = built_app();
-    let cache = workspace_root().join("target/e2e-cache");
-    let state_dir = state.join("state");
-    let args = [
-        "serve",
-        "-f",
-        app.to_str().unwrap(),
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--state-dir",
-        state_dir.to_str().unwrap(),
-        "--runtime-config-file",
-        config.to_str().unwrap(),
-    ];
-    Server::start("key-value", &artifact("release/spinbench"), &args)
+    let config = config.to_str().unwrap();
+    e2e::serve_test_app(
+        APP,
+        WASM,
+        &state.join("state"),
+        &["--runtime-config-file", config],
+    )
 }
 
 fn put(server: &Server, path: &str) -> Answer {
@@ -98,7 +86,7 @@ fn a_granted_label_nothing_defines_is_refused_at_start() {
         .args([
             "serve",
             "-f",
-            built_app().to_str().unwrap(),
+            e2e::built_app(APP, WASM).to_str().unwrap(),
             "--listen",
             "127.0.0.1:0",
         ])

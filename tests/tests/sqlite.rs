@@ -5,16 +5,12 @@
 //! a database the runtime config file defines, and a database the manifest does
 //! not grant denied with Spin's `access-denied`.
 
-use e2e::{Answer, Server, artifact, get, send, workspace_root};
-use std::path::{Path, PathBuf};
+use e2e::{Answer, Server, get, send};
+use std::path::Path;
 use std::time::Duration;
 
 const APP: &str = "tests/apps/sqlite";
 const WASM: &str = "target/wasm32-wasip2/release/sqlite_app.wasm";
-
-fn built_app() -> PathBuf {
-    e2e::built_app(APP, WASM)
-}
 
 /// `serve` with its state directory, and `other` defined (an absolute path:
 /// Spin resolves a relative one against the working directory) in `state`.
@@ -29,21 +25,13 @@ fn serve(state: &Path) -> Server {
         ),
     )
     .unwrap();
-    let app = built_app();
-    let cache = workspace_root().join("target/e2e-cache");
-    let state_dir = state.join("state");
-    let args = [
-        "serve",
-        "-f",
-        app.to_str().unwrap(),
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--state-dir",
-        state_dir.to_str().unwrap(),
-        "--runtime-config-file",
-        config.to_str().unwrap(),
-    ];
-    Server::start("sqlite", &artifact("release/spinbench"), &args)
+    let config = config.to_str().unwrap();
+    e2e::serve_test_app(
+        APP,
+        WASM,
+        &state.join("state"),
+        &["--runtime-config-file", config],
+    )
 }
 
 fn post(server: &Server, path: &str) -> Answer {

@@ -6,31 +6,15 @@
 //! `increment` and a `cas` swap, won and lost; and the store shared with
 //! Spin's own `fermyon:spin/key-value@2.0.0`, kept in the state directory.
 
-use e2e::{Answer, Server, artifact, get, send, workspace_root};
-use std::path::{Path, PathBuf};
+use e2e::{Answer, Server, get, send};
+use std::path::Path;
 
 const APP: &str = "tests/apps/wasi-keyvalue";
 const WASM: &str = "target/wasm32-wasip2/release/wasi_keyvalue_app.wasm";
 
-fn built_app() -> PathBuf {
-    e2e::built_app(APP, WASM)
-}
-
 /// `serve` with its state directory in `state`.
 fn serve(state: &Path) -> Server {
-    let app = built_app();
-    let cache = workspace_root().join("target/e2e-cache");
-    let state_dir = state.join("state");
-    let args = [
-        "serve",
-        "-f",
-        app.to_str().unwrap(),
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--state-dir",
-        state_dir.to_str().unwrap(),
-    ];
-    Server::start("wasi-keyvalue", &artifact("release/spinbench"), &args)
+    e2e::serve_test_app(APP, WASM, &state.join("state"), &[])
 }
 
 fn call(server: &Server, method: &str, path: &str) -> (u16, String) {
