@@ -1,6 +1,6 @@
 //! What the capabilities' link tests share: a core module wit-bindgen would
-//! leave for a world (to be made a component as at load), and store data
-//! with every view a linker needs.
+//! leave for a world (to be made a component as at load), store data with
+//! every view a linker needs, and an HTTP view over fresh state.
 
 use super::{ComponentContext, HostState};
 use wasmtime::component::ResourceTable;
@@ -20,6 +20,18 @@ pub fn module_for(resolve: &Resolve, world: WorldId) -> Vec<u8> {
     )
     .unwrap();
     module
+}
+
+/// An HTTP view over fresh state.
+pub fn with_http<R>(body: impl FnOnce(&mut WasiHttpCtxView<'_>) -> R) -> R {
+    let mut table = ResourceTable::new();
+    let mut ctx = WasiHttpCtx::new();
+    let mut view = WasiHttpCtxView {
+        hooks: wasmtime_wasi_http::default_hooks(),
+        table: &mut table,
+        ctx: &mut ctx,
+    };
+    body(&mut view)
 }
 
 /// Store data for linking (never instantiated against a real request).

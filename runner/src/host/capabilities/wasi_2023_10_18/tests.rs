@@ -1,11 +1,11 @@
 use super::v2023_10_18_http::types::{self as candidate, Error, Method, RequestOptions, Scheme};
 use super::v2023_10_18_io::streams::{self, HostInputStream, HostOutputStream};
 use super::*;
+use crate::host::capabilities::test_support::with_http;
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, StreamError};
 use wasmtime_wasi_http::p2::bindings::http::types::{self as latest, ErrorCode};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
 /// A table holding an input stream of `bytes` and an output stream, and the
 /// output pipe to read what was written.
@@ -76,18 +76,6 @@ async fn a_read_past_the_end_is_the_candidate_s_closed() {
     assert!(matches!(error, StreamError::Closed));
     let converted = streams::Host::convert_stream_error(&mut table, error).unwrap();
     assert!(matches!(converted, streams::StreamError::Closed));
-}
-
-/// An HTTP view over fresh state.
-fn with_http<R>(body: impl FnOnce(&mut WasiHttpCtxView<'_>) -> R) -> R {
-    let mut table = ResourceTable::new();
-    let mut ctx = WasiHttpCtx::new();
-    let mut view = WasiHttpCtxView {
-        hooks: wasmtime_wasi_http::default_hooks(),
-        table: &mut table,
-        ctx: &mut ctx,
-    };
-    body(&mut view)
 }
 
 #[test]

@@ -1,25 +1,13 @@
 use super::v2023_11_10_http::types as candidate;
 use super::*;
 use crate::host::capabilities::Group;
+use crate::host::capabilities::test_support::with_http;
 use crate::host::capabilities::test_support::{LinkState, module_for};
 use crate::host::instance::prepare::prepare;
-use wasmtime::component::{Component, Resource, ResourceTable};
+use wasmtime::component::{Component, Resource};
 use wasmtime_wasi_http::p2::bindings::http::types::{self as latest, HeaderError};
 use wasmtime_wasi_http::p2::body::HostFutureTrailers;
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 use wit_parser::Resolve;
-
-/// An HTTP view over fresh state.
-fn with_http<R>(body: impl FnOnce(&mut WasiHttpCtxView<'_>) -> R) -> R {
-    let mut table = ResourceTable::new();
-    let mut ctx = WasiHttpCtx::new();
-    let mut view = WasiHttpCtxView {
-        hooks: wasmtime_wasi_http::default_hooks(),
-        table: &mut table,
-        ctx: &mut ctx,
-    };
-    body(&mut view)
-}
 
 fn borrowed<R: 'static>(resource: &Resource<R>) -> Resource<R> {
     Resource::new_borrow(resource.rep())
