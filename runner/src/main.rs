@@ -4,8 +4,6 @@
 mod benchfile;
 mod compare;
 mod duration;
-mod host;
-mod manifest;
 mod model;
 mod procfs;
 mod report;
@@ -14,6 +12,7 @@ mod spin_build;
 mod stats;
 
 use anyhow::Result;
+use spinbench_host::{self as host, manifest};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use duration::DurationArg;
 use std::net::SocketAddr;

@@ -2,7 +2,7 @@
 //! (spinframework/spin `crates/build/src/lib.rs`: each command through the
 //! shell, in order, in the manifest's directory or the component's `workdir`).
 
-use crate::manifest::{Build, Manifest};
+use spinbench_host::manifest::{Build, Manifest};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,7 +55,7 @@ mod tests {
 
     fn build(workdir: Option<&str>) -> Build {
         Build {
-            command: crate::manifest::component::Commands::Single("true".into()),
+            command: spinbench_host::manifest::component::Commands::Single("true".into()),
             workdir: workdir.map(str::to_string),
             _watch: Vec::new(),
         }

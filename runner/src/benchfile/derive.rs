@@ -4,7 +4,7 @@
 //! trailing `/...` dropped), and the default load (10 users). It is written
 //! beside the manifest, for the user to edit, unless a file is there already.
 
-use crate::manifest::{self, Manifest};
+use spinbench_host::manifest::{self, Manifest};
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

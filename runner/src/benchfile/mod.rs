@@ -11,7 +11,7 @@ mod service;
 #[cfg(test)]
 mod tests;
 
-use crate::manifest::Manifest;
+use spinbench_host::manifest::Manifest;
 use anyhow::Context;
 use std::fmt;
 use std::net::SocketAddr;
@@ -318,7 +318,7 @@ fn app_without_benchmark_file(path: &Path) -> Option<PathBuf> {
     if path.exists() {
         return is_manifest(path).then(|| path.to_path_buf());
     }
-    let beside = path.parent()?.join(crate::manifest::DEFAULT_FILE);
+    let beside = path.parent()?.join(spinbench_host::manifest::DEFAULT_FILE);
     (path.file_name()? == DEFAULT_FILE && is_manifest(&beside)).then_some(beside)
 }
 

@@ -3,8 +3,8 @@
 //! code back from the runner's cache costs instead.
 
 use super::{Function, Run};
-use crate::host::{Host, HostOptions, Origin, PoolSizing};
-use crate::manifest::Manifest;
+use spinbench_host::{Host, HostOptions, Origin, PoolSizing};
+use spinbench_host::manifest::Manifest;
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Result, bail};

@@ -452,7 +452,7 @@ pub fn allow_concurrency(cmd: &mut Command, kind: HostKind, users: usize) -> Res
             cmd.args(["--max-concurrent", &cap.to_string()]);
             cmd.args(["--max-instances", &pool.to_string()]);
             // One connection per user, and its default never below that.
-            let connections = (users + 1024).max(crate::host::DEFAULT_MAX_CONNECTIONS);
+            let connections = (users + 1024).max(spinbench_host::DEFAULT_MAX_CONNECTIONS);
             cmd.args(["--max-connections", &connections.to_string()]);
         }
         HostKind::WasmtimeServe | HostKind::WasmtimeServeTuned if users > 100 => {

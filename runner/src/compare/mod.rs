@@ -21,8 +21,8 @@ pub mod tree;
 pub mod wrk;
 
 use crate::benchfile::{BenchFile, Component, Native};
-use crate::host::instance::{compiled_cache, remote_source};
-use crate::manifest::{Digest, Manifest, Source, one_component};
+use spinbench_host::instance::{compiled_cache, remote_source};
+use spinbench_host::manifest::{Digest, Manifest, Source, one_component};
 use crate::model::Measurement;
 use crate::report::{Metric, PlanInfo, Report};
 use anyhow::{Context, Result, bail};

@@ -1,0 +1,309 @@
+//! What each request's `Store` holds: a WASI context that grants nothing but
+//! the sockets the component's `allowed_outbound_hosts` allow and its `files`
+//! (read-only), the wasi:http state, a hook sending the outbound requests the
+//! list allows, and the component's context for the capabilities' host
+//! functions.
+
+use super::engine::per_instance;
+use crate::capabilities::{CommandLine, ComponentContext, HostState, outbound_http, sockets};
+use crate::logger::GuestOutput;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+
+/// Host-side resources one store may hold, beyond its linear memory.
+#[derive(Debug, Clone, Copy)]
+pub struct GuestLimits {
+    /// Live entries in the store's resource table (fields, requests, responses,
+    /// bodies, streams, pollables); creating one more fails (`500`).
+    pub max_resources: usize,
+    /// Bytes one `fields` resource (headers, trailers) may hold; past it the
+    /// guest gets a header error (a spin-sdk guest traps on it: `500`).
+    pub max_http_fields_size: usize,
+    /// Guest stdout and stderr kept per store; the rest is dropped after one marker line.
+    pub max_log_bytes: usize,
+}
+
+/// What each store of one component is made from: its limits and its context.
+#[derive(Debug, Clone)]
+pub struct StoreRecipe {
+    pub limits: Limits,
+    pub context: Arc<ComponentContext>,
+}
+
+/// Per-request settings of one component.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub max_memory_size: usize,
+    pub guest: GuestLimits,
+    /// The component id, as its guest log lines name it.
+    pub component: &'static str,
+}
+
+/// Bytes one write to a response body may carry on the host side (wasmtime's
+/// default is 1 MiB). A body buffers one such write, so with the fields limit
+/// this bounds what each resource can hold.
+const BODY_WRITE_BYTES: usize = 64 * 1024;
+
+impl Default for GuestLimits {
+    /// Each resource holds at most ~64 KiB on the host (a `fields` at its limit,
+    /// a body's buffered write), so a store holds at most ~16 MiB through its
+    /// resources, like its linear memory. The functions use a few dozen
+    /// resources at a time (a WASIp3 instance: that per concurrent request, up
+    /// to 16) and send response headers of well under 1 KiB.
+    fn default() -> Self {
+        Self {
+            max_resources: 256,
+            max_http_fields_size: 64 * 1024,
+            max_log_bytes: crate::logger::DEFAULT_GUEST_LOG_BYTES,
+        }
+    }
+}
+
+/// What a WAGI program gets besides a request's usual store: its command
+/// line, its CGI environment, the request body as stdin and a pipe for the
+/// response it writes to stdout.
+pub struct Cgi {
+    pub arguments: Vec<String>,
+    pub environment: Vec<(String, String)>,
+    pub stdin: bytes::Bytes,
+    pub stdout: wasmtime_wasi::p2::pipe::MemoryOutputPipe,
+}
+
+pub struct RequestState {
+    context: Arc<ComponentContext>,
+    /// A WAGI request's arguments and environment (the component's own
+    /// `environment` comes first); `None` for every other request.
+    command_line: Option<CommandLine>,
+    table: ResourceTable,
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    hooks: Hooks,
+    limits: StoreLimits,
+}
+
+impl RequestState {
+    /// No environment, arguments or stdin, no preopened directory but the
+    /// component's `files` (read-only at `/`), and only the socket addresses
+    /// the component's list allows; stdout and stderr are captured into the
+    /// runner's log, prefixed. Fails only if the `files` copy cannot be opened.
+    fn new(recipe: &StoreRecipe, cgi: Option<Cgi>) -> wasmtime::Result<Self> {
+        let limits = &recipe.limits;
+        let guest = limits.guest;
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(guest.max_resources);
+        let output = GuestOutput::new(limits.component, guest.max_log_bytes);
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit(guest.max_http_fields_size);
+        let mut wasi = WasiCtxBuilder::new();
+        let command_line = if let Some(cgi) = cgi {
+            wasi.stdin(wasmtime_wasi::p2::pipe::MemoryInputPipe::new(cgi.stdin))
+                .stdout(cgi.stdout)
+                .stderr(output);
+            Some(CommandLine {
+                arguments: cgi.arguments,
+                environment: cgi.environment,
+            })
+        } else {
+            wasi.stdout(output.clone()).stderr(output);
+            None
+        };
+        if let Some(files) = &recipe.context.files {
+            files.preopen(&mut wasi)?;
+        }
+        // Without a grant the default check refuses every address; the
+        // closure is only built for components that have one.
+        if !recipe.context.grants.allowed_outbound_hosts.is_empty() {
+            let context = recipe.context.clone();
+            wasi.allow_tcp(true)
+                .allow_udp(true)
+                .socket_addr_check(move |address, use_| {
+                    let allowed =
+                        sockets::allows(&context.grants.allowed_outbound_hosts, address, use_);
+                    Box::pin(async move { allowed })
+                });
+        }
+        Ok(Self {
+            context: recipe.context.clone(),
+            command_line,
+            table,
+            wasi: wasi.build(),
+            http,
+            hooks: Hooks {
+                context: recipe.context.clone(),
+            },
+            // The pool enforces the same limits; the limiter also enforces them
+            // under on-demand allocation, where nothing else would.
+            limits: StoreLimitsBuilder::new()
+                .memory_size(limits.max_memory_size)
+                .memories(per_instance::MEMORIES as usize)
+                .tables(per_instance::TABLES as usize)
+                .table_elements(per_instance::TABLE_ELEMENTS)
+                .instances(per_instance::CORE_INSTANCES as usize)
+                .build(),
+        })
+    }
+}
+
+/// A fresh store for one request, whose guest code traps with
+/// `Trap::Interrupt` once `limits.timeout` of wall-clock time has passed.
+pub fn new_store(engine: &Engine, recipe: &StoreRecipe) -> wasmtime::Result<Store<RequestState>> {
+    Ok(deadline_store(
+        engine,
+        recipe,
+        RequestState::new(recipe, None)?,
+    ))
+}
+
+/// [`new_store`] for a WAGI request: the program's stdio, arguments and environment are `cgi`'s.
+pub fn new_cgi_store(
+    engine: &Engine,
+    recipe: &StoreRecipe,
+    cgi: Cgi,
+) -> wasmtime::Result<Store<RequestState>> {
+    Ok(deadline_store(
+        engine,
+        recipe,
+        RequestState::new(recipe, Some(cgi))?,
+    ))
+}
+
+/// A store whose guest yields at every epoch tick and is interrupted once
+/// `recipe`'s timeout has passed.
+fn deadline_store(
+    engine: &Engine,
+    recipe: &StoreRecipe,
+    state: RequestState,
+) -> Store<RequestState> {
+    let limits = &recipe.limits;
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limits);
+    let deadline = Instant::now() + limits.timeout;
+    // Checked at every epoch tick while guest code runs: a busy guest yields to
+    // the tokio scheduler each tick (so it cannot starve other requests on its
+    // worker thread) and is interrupted once past the deadline.
+    store.epoch_deadline_callback(move |_| {
+        Ok(if Instant::now() >= deadline {
+            UpdateDeadline::Interrupt
+        } else {
+            UpdateDeadline::Yield(1)
+        })
+    });
+    store.set_epoch_deadline(1);
+    store
+}
+
+/// A store for a reused (WASIp3) instance, serving many requests: the guest
+/// yields to the tokio scheduler at every epoch tick and is never interrupted
+/// by the store itself; per-request deadlines are enforced by `reuse`, which
+/// drops the whole instance when one passes.
+pub fn new_reusable_store(
+    engine: &Engine,
+    recipe: &StoreRecipe,
+) -> wasmtime::Result<Store<RequestState>> {
+    let mut store = Store::new(engine, RequestState::new(recipe, None)?);
+    store.limiter(|state| &mut state.limits);
+    store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
+    store.set_epoch_deadline(1);
+    Ok(store)
+}
+
+impl HostState for RequestState {
+    fn context(&self) -> &ComponentContext {
+        &self.context
+    }
+
+    fn command_line(&self) -> Option<&CommandLine> {
+        self.command_line.as_ref()
+    }
+
+    fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+}
+
+impl WasiView for RequestState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for RequestState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.hooks,
+        }
+    }
+}
+
+/// The headers that never enter or leave a guest: wasmtime-wasi-http's list
+/// (hop-by-hop headers and `host`), built once rather than per check.
+static FORBIDDEN_HEADERS: [http::HeaderName; 9] = wasmtime_wasi_http::DEFAULT_FORBIDDEN_HEADERS;
+
+/// wasi:http's hooks: outgoing requests go where the component's
+/// `allowed_outbound_hosts` allow (`capabilities::outbound_http`), else get
+/// `HTTP-request-denied`, as in Spin.
+struct Hooks {
+    context: Arc<ComponentContext>,
+}
+
+impl WasiHttpHooks for Hooks {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        _fut: outbound_http::ResponseFuture,
+    ) -> outbound_http::SendFuture {
+        outbound_http::send(
+            &self.context.grants.allowed_outbound_hosts,
+            self.context.services.self_origin.get(),
+            request,
+            options,
+        )
+    }
+
+    /// wasmtime-wasi-http's own list, checked without its default's detour:
+    /// in 48.0.8 the default wraps the list in a fresh `Arc`'d closure for
+    /// every header checked (13 per `hello` request: the request's headers as
+    /// they enter the guest, the response's as it builds them), ~300
+    /// instructions each ("Where a hello request's time goes", docs/performance.md).
+    fn is_forbidden_header(&mut self, name: &http::HeaderName) -> bool {
+        FORBIDDEN_HEADERS.contains(name)
+    }
+
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        BODY_WRITE_BYTES
+    }
+
+    fn p3_outgoing_body_chunk_size(&mut self) -> usize {
+        BODY_WRITE_BYTES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forbidden_headers_are_wasi_http_s_list() {
+        let mut hooks = Hooks {
+            context: Arc::new(ComponentContext::for_test("c", &[])),
+        };
+        for name in wasmtime_wasi_http::DEFAULT_FORBIDDEN_HEADERS {
+            assert!(hooks.is_forbidden_header(&name), "{name} must be forbidden");
+        }
+        for name in ["content-type", "spin-full-url", "x-custom", "authorization"] {
+            let name = http::HeaderName::from_static(name);
+            assert!(!hooks.is_forbidden_header(&name), "{name} must pass");
+        }
+    }
+}
