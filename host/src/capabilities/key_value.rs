@@ -15,7 +15,7 @@
 //! of the application; SQLite calls run on tokio's blocking pool.
 
 use super::runtime_config::RuntimeConfig;
-use super::sqlite::{LazyConnection, Location};
+use super::sqlite::{Attach, LazyConnection, Location};
 use super::{ComponentContext, HostState};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -80,7 +80,10 @@ impl Stores {
         }
         let labels = locations
             .into_iter()
-            .map(|(label, location)| (label, Arc::new(LazyConnection::new(location, setup))))
+            .map(|(label, location)| {
+                let connection = LazyConnection::new(location, Attach::MemoryOnly, setup);
+                (label, Arc::new(connection))
+            })
             .collect();
         Ok(Self { labels })
     }

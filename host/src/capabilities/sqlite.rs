@@ -6,7 +6,8 @@
 //! not granted (`sqlite_databases`) is `access-denied`, of a label nothing
 //! defines `no-such-database`; each open connection is its own SQLite
 //! connection to the label's file (in memory without one), opened at its first
-//! statement; `ATTACH` of a file is refused unless the runtime config allows it.
+//! statement; `ATTACH` of a file is refused unless the runtime config allows it,
+//! and each connection is confined and bounded (`sandbox`, `heap`, `connection`).
 //!
 //! Databases: `default` is `sqlite_db.db` in the state directory;
 //! `[sqlite_database.<label>] type = "spin"` with an optional `path` (relative
@@ -26,7 +27,10 @@ use wasmtime::component::{
 };
 
 mod connection;
-pub use connection::{LazyConnection, Location};
+mod heap;
+mod sandbox;
+pub use connection::{LazyConnection, Location, MAX_HEAP_BYTES};
+pub use sandbox::Attach;
 
 pub const V2: &str = "fermyon:spin/sqlite@2.0.0";
 /// Provides every function of 3.1.0; an import of 3.0.0 takes its subset.
@@ -169,17 +173,6 @@ fn definition(entry: &toml::Table, cwd: &Path) -> Result<Definition> {
 #[derive(Clone)]
 pub struct Connection(Arc<LazyConnection>);
 
-fn deny_attach(connection: &rusqlite::Connection) -> rusqlite::Result<()> {
-    use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
-    connection.authorizer(Some(|context: AuthContext<'_>| match context.action {
-        // A temporary ("") or in-memory database may still be attached, as in Spin.
-        AuthAction::Attach { filename } if !matches!(filename, "" | ":memory:") => {
-            Authorization::Deny
-        }
-        _ => Authorization::Allow,
-    }))
-}
-
 impl ComponentContext {
     /// What `connection.open(label)` answers, as Spin answers it.
     pub fn open_database(&self, label: &str) -> Result<Connection, SqliteError> {
@@ -191,14 +184,15 @@ impl ComponentContext {
             .sqlite
             .get(label)
             .ok_or(SqliteError::NoSuchDatabase)?;
-        let setup = if definition.allow_attach_file {
-            |_: &rusqlite::Connection| Ok(())
+        let attach = if definition.allow_attach_file {
+            Attach::Files
         } else {
-            deny_attach
+            Attach::MemoryOnly
         };
         Ok(Connection(Arc::new(LazyConnection::new(
             definition.location.clone(),
-            setup,
+            attach,
+            |_| Ok(()),
         ))))
     }
 }

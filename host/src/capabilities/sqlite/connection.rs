@@ -1,9 +1,24 @@
 //! One SQLite connection opened lazily and used from tokio's blocking pool:
-//! what key-value stores and SQLite databases both stand on.
+//! what key-value stores and SQLite databases both stand on. Every
+//! connection is confined ([`sandbox`](super::sandbox)) and has its own heap
+//! budget ([`heap`](super::heap)); every piece of work on it stops when the
+//! future waiting for it is dropped (its request timed out, its client went
+//! away, its instance was dropped), through SQLite's progress handler.
 
+use super::heap::{self, Budget};
+use super::sandbox::{self, Attach};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+
+/// The most one connection's SQLite heap may hold: two of the largest value
+/// a statement may produce, so that one such value can be built and copied.
+pub const MAX_HEAP_BYTES: usize = 2 * super::MAX_RESULT_BYTES;
+
+/// How many SQLite virtual-machine steps run between two looks at whether
+/// the work was given up: a few microseconds' worth.
+const PROGRESS_STEPS: i32 = 10_000;
 
 /// Where a database lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,19 +32,34 @@ pub enum Location {
 /// then reused; `setup` runs once on it after opening.
 pub struct LazyConnection {
     location: Location,
+    attach: Attach,
     setup: fn(&rusqlite::Connection) -> rusqlite::Result<()>,
+    // Declared before `budget`: the connection's memory is given back first.
     connection: Mutex<Option<rusqlite::Connection>>,
+    budget: Arc<Budget>,
 }
 
 impl LazyConnection {
     pub fn new(
         location: Location,
+        attach: Attach,
         setup: fn(&rusqlite::Connection) -> rusqlite::Result<()>,
+    ) -> Self {
+        Self::with_budget(location, attach, setup, MAX_HEAP_BYTES)
+    }
+
+    pub fn with_budget(
+        location: Location,
+        attach: Attach,
+        setup: fn(&rusqlite::Connection) -> rusqlite::Result<()>,
+        heap_bytes: usize,
     ) -> Self {
         Self {
             location,
+            attach,
             setup,
             connection: Mutex::new(None),
+            budget: Budget::new(heap_bytes),
         }
     }
 
@@ -38,31 +68,57 @@ impl LazyConnection {
         &self.location
     }
 
-    /// Runs `work` on the connection on tokio's blocking pool.
+    #[cfg(test)]
+    pub fn heap_used(&self) -> usize {
+        self.budget.used()
+    }
+
+    /// Runs `work` on the connection on tokio's blocking pool. Dropping the
+    /// returned future before it completes interrupts the work.
     pub async fn run<R: Send + 'static>(
         self: &Arc<Self>,
         work: impl FnOnce(&rusqlite::Connection) -> R + Send + 'static,
     ) -> Result<R, String> {
+        let given_up = GivenUp::default();
+        let flag = given_up.0.clone();
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.run_blocking(work))
-            .await
-            .map_err(|error| format!("SQLite task failed: {error}"))?
+        let outcome = tokio::task::spawn_blocking(move || this.run_blocking(&flag, work)).await;
+        given_up.disarm();
+        outcome.map_err(|error| format!("SQLite task failed: {error}"))?
     }
 
-    fn run_blocking<R>(&self, work: impl FnOnce(&rusqlite::Connection) -> R) -> Result<R, String> {
+    fn run_blocking<R>(
+        &self,
+        given_up: &Arc<AtomicBool>,
+        work: impl FnOnce(&rusqlite::Connection) -> R,
+    ) -> Result<R, String> {
         // A panic while holding the lock leaves a usable connection: SQLite's
         // own state is transactional.
         let mut slot = self
             .connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        if given_up.load(Ordering::Relaxed) {
+            return Err("interrupted".into());
+        }
+        let _charging = heap::charged_to(&self.budget);
         if slot.is_none() {
             *slot = Some(self.open().map_err(|error| format!("{error:#}"))?);
         }
-        Ok(work(slot.as_ref().expect("opened above")))
+        let connection = slot.as_ref().expect("opened above");
+        let flag = given_up.clone();
+        connection
+            .progress_handler(PROGRESS_STEPS, Some(move || flag.load(Ordering::Relaxed)))
+            .map_err(|error| error.to_string())?;
+        let result = work(connection);
+        connection
+            .progress_handler(0, None::<fn() -> bool>)
+            .map_err(|error| error.to_string())?;
+        Ok(result)
     }
 
     fn open(&self) -> Result<rusqlite::Connection> {
+        heap::install().map_err(anyhow::Error::msg)?;
         let connection = match &self.location {
             Location::Memory => rusqlite::Connection::open_in_memory()?,
             Location::File(path) => {
@@ -74,7 +130,26 @@ impl LazyConnection {
                     .with_context(|| format!("opening {}", path.display()))?
             }
         };
+        sandbox::confine(&connection, self.attach)?;
         (self.setup)(&connection)?;
         Ok(connection)
+    }
+}
+
+/// Set when the future waiting for a piece of work is dropped unfinished.
+#[derive(Default)]
+struct GivenUp(Arc<AtomicBool>, bool);
+
+impl GivenUp {
+    fn disarm(mut self) {
+        self.1 = true;
+    }
+}
+
+impl Drop for GivenUp {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.store(true, Ordering::Relaxed);
+        }
     }
 }

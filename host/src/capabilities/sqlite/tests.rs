@@ -2,7 +2,7 @@ use super::*;
 use crate::capabilities::context::Grants;
 use crate::capabilities::runtime_config::StateDirArg;
 use crate::capabilities::{AppServices, ComponentContext};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 struct Scratch(PathBuf);
 
@@ -174,4 +174,169 @@ async fn attaching_a_file_is_refused_unless_the_runtime_config_allows_it() {
         .unwrap();
     let open = context.open_database("open").unwrap();
     open.execute(attach, vec![]).await.unwrap();
+}
+
+/// Every way SQL can name a file to attach, none a string literal but the last.
+const ATTACH_SPELLINGS: &[&str] = &[
+    "ATTACH DATABASE ?1 || '' AS x",
+    "ATTACH DATABASE ?1 AS x",
+    "ATTACH DATABASE lower(?1) AS x",
+    "ATTACH DATABASE (SELECT ?1) AS x",
+    "ATTACH DATABASE 'file:' || ?1 || '?mode=rwc' AS x",
+    "VACUUM INTO ?1",
+    "VACUUM INTO ?1 || ''",
+];
+
+#[tokio::test]
+async fn no_spelling_of_attach_or_vacuum_into_reaches_a_file_not_granted() {
+    let scratch = Scratch::new("attach-spellings");
+    let context = context(&["default"], config(&scratch.0, None));
+    let db = context.open_database("default").unwrap();
+    db.execute("CREATE TABLE t(x)".into(), vec![])
+        .await
+        .unwrap();
+    let outside = scratch.0.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let target = outside.join("made.db").display().to_string();
+    let literal = format!("VACUUM INTO '{target}'");
+    let uri = format!("ATTACH DATABASE 'file:{target}?mode=rwc' AS x");
+    for statement in ATTACH_SPELLINGS.iter().copied().chain([&*literal, &*uri]) {
+        let parameters = if statement.contains("?1") {
+            vec![text(&target)]
+        } else {
+            vec![]
+        };
+        let outcome = db.execute(statement.into(), parameters).await;
+        assert!(
+            // "not authorized" at prepare, "authorization denied" for VACUUM
+            // INTO's own ATTACH, which runs when the statement does.
+            matches!(&outcome, Err(SqliteError::Io(m)) if m.contains("authoriz")),
+            "{statement}: {outcome:?}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "a file appeared"
+    );
+    // Temporary and in-memory databases stay allowed, as in Spin.
+    for name in ["", ":memory:"] {
+        db.execute("ATTACH DATABASE ?1 || '' AS m".into(), vec![text(name)])
+            .await
+            .expect_err("an expression is refused even when it names memory");
+        db.execute(format!("ATTACH DATABASE '{name}' AS m"), vec![])
+            .await
+            .unwrap();
+        db.execute("DETACH DATABASE m".into(), vec![])
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn allow_attach_file_grants_every_spelling() {
+    let scratch = Scratch::new("attach-granted");
+    let text_config = "[sqlite_database.open]\ntype = \"spin\"\nallow_attach_file = true\n";
+    let context = context(&["open"], config(&scratch.0, Some(text_config)));
+    let db = context.open_database("open").unwrap();
+    let target = scratch.0.join("granted.db").display().to_string();
+    db.execute("ATTACH DATABASE ?1 || '' AS x".into(), vec![text(&target)])
+        .await
+        .unwrap();
+    assert!(Path::new(&target).exists());
+}
+
+#[tokio::test]
+async fn extension_loading_the_fts3_tokenizer_and_process_wide_pragmas_are_refused() {
+    let scratch = Scratch::new("refused-calls");
+    let context = context(&["default"], config(&scratch.0, None));
+    let db = context.open_database("default").unwrap();
+    for statement in [
+        "SELECT load_extension('/lib/x86_64-linux-gnu/libc.so.6')",
+        "SELECT fts3_tokenizer('simple')",
+        "SELECT FTS3_TOKENIZER('simple', x'0000000000000000')",
+        "PRAGMA hard_heap_limit = 1",
+        "PRAGMA soft_heap_limit = 1",
+        "SELECT * FROM pragma_hard_heap_limit(1)",
+        "PRAGMA temp_store_directory = '/tmp'",
+        "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = 'x'",
+    ] {
+        let outcome = db.execute(statement.into(), vec![]).await;
+        assert!(outcome.is_err(), "{statement}: {outcome:?}");
+    }
+    // A per-connection pragma still works.
+    db.execute("PRAGMA foreign_keys = ON".into(), vec![])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn values_are_bounded_by_the_result_limit_before_they_are_built() {
+    let scratch = Scratch::new("length");
+    let context = context(&["default"], config(&scratch.0, None));
+    let db = context.open_database("default").unwrap();
+    for statement in [
+        "SELECT zeroblob(999000000)",
+        "SELECT length(zeroblob(999000000))",
+        "SELECT printf('%.*c', 999000000, 'x')",
+    ] {
+        let outcome = db.execute(statement.into(), vec![]).await;
+        assert!(
+            matches!(&outcome, Err(SqliteError::Io(m)) if m.contains("too big")),
+            "{statement}: {outcome:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_connection_past_its_heap_budget_fails_that_statement_and_stays_usable() {
+    let connection = Arc::new(LazyConnection::with_budget(
+        Location::Memory,
+        Attach::MemoryOnly,
+        |_| Ok(()),
+        4 << 20,
+    ));
+    let grow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) \
+                SELECT length(group_concat(hex(randomblob(500)))) FROM n";
+    let outcome = connection
+        .run(move |c| c.query_row(grow, [], |row| row.get::<_, i64>(0)))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&outcome, Err(e) if e.to_string().contains("out of memory")),
+        "{outcome:?}"
+    );
+    assert!(connection.heap_used() < 4 << 20);
+    let small = connection
+        .run(|c| c.query_row("SELECT 1 + 1", [], |row| row.get::<_, i64>(0)))
+        .await
+        .unwrap();
+    assert_eq!(small.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn a_query_whose_caller_gives_up_is_interrupted() {
+    let scratch = Scratch::new("interrupt");
+    let context = context(&["default"], config(&scratch.0, None));
+    let db = context.open_database("default").unwrap();
+    let runaway = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) \
+                   SELECT count(*) FROM n";
+    let given_up = tokio::time::timeout(
+        std::time::Duration::from_millis(200),
+        db.execute(runaway.into(), vec![]),
+    )
+    .await;
+    assert!(
+        given_up.is_err(),
+        "the runaway query finished: {given_up:?}"
+    );
+    // The next statement waits for the connection, which the runaway query
+    // would hold forever if it were not interrupted.
+    let next = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        db.execute("SELECT 1".into(), vec![]),
+    )
+    .await
+    .expect("the runaway query still holds the connection");
+    assert!(next.is_ok(), "{next:?}");
 }
