@@ -27,6 +27,12 @@
 //!   outside the component's root, where the guest cannot see it) and a
 //!   destination through `..` are refused here instead.
 //!
+//! Links are followed only where they stay inside: each file is opened
+//! beneath its directory with `cap-std` (the rule wasmtime's preopens apply),
+//! so a symbolic link that leads out of the application is refused at start,
+//! and so is a file with a hard link outside it (`sources`). The copy holds
+//! plain files, mounted read-only: a component can create no link at all.
+//!
 //! Per request the cost is one `openat` of the copy's root (wasmtime-wasi's
 //! `preopened_dir`, as Spin pays it); nothing is walked. A component without
 //! `files` pays nothing.
@@ -49,6 +55,9 @@ pub enum Entry {
     Dir(PathBuf),
     File {
         source: PathBuf,
+        /// The directory `source` must stay inside, links followed: the
+        /// application's, or a placed directory's from outside it.
+        within: PathBuf,
         destination: PathBuf,
     },
 }
@@ -81,22 +90,28 @@ impl Mount {
             .prefix("spinbench-files-")
             .tempdir()
             .context("creating a directory for the component's files")?;
+        let mut sources = Sources::default();
         for entry in entries {
             match entry {
                 Entry::Dir(dir) => create_dir(&root.path().join(dir))?,
                 Entry::File {
                     source,
+                    within,
                     destination,
                 } => {
+                    let mut file = sources.open(source, within)?;
                     let destination = root.path().join(destination);
                     if let Some(parent) = destination.parent() {
                         create_dir(parent)?;
                     }
-                    std::fs::copy(source, &destination)
+                    let mut copy = std::fs::File::create(&destination)
+                        .with_context(|| format!("creating {}", destination.display()))?;
+                    std::io::copy(&mut file, &mut copy)
                         .with_context(|| format!("copying {}", source.display()))?;
                 }
             }
         }
+        sources.check_hard_links()?;
         Ok(Self { root })
     }
 
@@ -215,6 +230,7 @@ impl Resolver<'_> {
         }
         entries.push(Entry::File {
             source: path.to_path_buf(),
+            within: self.app_dir.to_path_buf(),
             destination: destination.to_path_buf(),
         });
         Ok(())
@@ -253,10 +269,22 @@ impl Resolver<'_> {
             }
             entries.push(Entry::File {
                 source: path,
+                within: self.within(prefix),
                 destination: target,
             });
         }
         Ok(())
+    }
+}
+
+impl Resolver<'_> {
+    /// The directory a file found under `prefix` must stay inside: the
+    /// application's, unless `prefix` is a placed directory from outside it.
+    fn within(&self, prefix: &Path) -> PathBuf {
+        match prefix.strip_prefix(self.app_dir) {
+            Ok(inner) if in_root(inner) => self.app_dir.to_path_buf(),
+            _ => prefix.to_path_buf(),
+        }
     }
 }
 
@@ -283,6 +311,8 @@ fn under(dir: &Path) -> String {
     format!("{}/**/*", escaped(dir))
 }
 
+mod sources;
+use sources::Sources;
+
 #[cfg(test)]
-#[path = "files_tests.rs"]
 mod tests;

@@ -58,6 +58,7 @@ impl App {
                 Entry::File {
                     source,
                     destination,
+                    ..
                 } => Some((
                     source
                         .strip_prefix(&self.dir)
@@ -284,4 +285,53 @@ fn each_store_opens_the_copy_and_fails_if_it_is_gone() {
     // store (a 500 for its request), never serves an empty root.
     fs::remove_dir_all(mount.root()).unwrap();
     assert!(mount.preopen(&mut WasiCtxBuilder::new()).is_err());
+}
+
+#[test]
+fn links_are_followed_only_while_they_stay_inside_the_application() {
+    use std::os::unix::fs::symlink;
+    let app = app();
+    let outside = app.dir.parent().unwrap().join("sibling/s.txt");
+    symlink(&outside, app.dir.join("static/out.txt")).unwrap();
+    symlink("/etc", app.dir.join("static/etc")).unwrap();
+    let error = Mount::for_component(&app.dir, &[pattern("static/out.txt")], &[]).unwrap_err();
+    assert!(format!("{error:#}").contains("leads outside"), "{error:#}");
+    for files in [[pattern("static/**/*")], [placement("static", "/")]] {
+        let error = Mount::for_component(&app.dir, &files, &[]).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("outside"),
+            "{files:?}: {error:#}"
+        );
+    }
+    // A link that stays inside is served, as Spin serves it.
+    fs::remove_file(app.dir.join("static/out.txt")).unwrap();
+    fs::remove_file(app.dir.join("static/etc")).unwrap();
+    symlink("../single.txt", app.dir.join("static/in.txt")).unwrap();
+    let mount = Mount::for_component(&app.dir, &[pattern("static/**/*")], &[])
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        fs::read_to_string(mount.root().join("static/in.txt")).unwrap(),
+        "single"
+    );
+    assert!(!mount.root().join("static/in.txt").is_symlink());
+}
+
+#[test]
+fn a_file_with_a_hard_link_outside_the_application_is_refused() {
+    let app = app();
+    let outside = app.dir.parent().unwrap().join("sibling/s.txt");
+    fs::hard_link(&outside, app.dir.join("static/linked.txt")).unwrap();
+    let error = Mount::for_component(&app.dir, &[pattern("static/*.txt")], &[]).unwrap_err();
+    assert!(format!("{error:#}").contains("hard links"), "{error:#}");
+    // Both names inside: served.
+    fs::remove_file(app.dir.join("static/linked.txt")).unwrap();
+    fs::hard_link(app.dir.join("single.txt"), app.dir.join("static/twin.txt")).unwrap();
+    let mount = Mount::for_component(&app.dir, &[pattern("static/*.txt")], &[])
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        fs::read_to_string(mount.root().join("static/twin.txt")).unwrap(),
+        "single"
+    );
 }
