@@ -12,9 +12,9 @@ mod spin_build;
 mod stats;
 
 use anyhow::Result;
-use spinbench_host::{self as host, manifest};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use duration::DurationArg;
+use spinbench_host::{self as host, manifest};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -201,6 +201,7 @@ impl ServeArgs {
             runtime_config_file: self.runtime_config_file.clone(),
             state_dir: host::StateDirArg::from_flag(self.state_dir.as_deref()),
             pool_in_background: true,
+            env: None,
         })
     }
 

@@ -99,10 +99,15 @@ impl Plan {
             manifest.base_dir(),
         )?;
         let services = Arc::new(AppServices::new(runtime_config)?);
+        let env = |key: &str| match &options.env {
+            Some(env) => env.get(key).cloned(),
+            None => std::env::var(key).ok(),
+        };
         let contexts = ComponentContext::for_components(
             manifest,
             sources.iter().map(|s| s.id.as_str()),
             &services,
+            env,
         )?;
         // The cap stays below the pool's slots, so overload is a 503 from the
         // queue, never a failed instantiation.
