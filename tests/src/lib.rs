@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 pub mod contract;
 pub mod database;
 mod http;
+pub mod node;
 pub mod report;
 
 pub use http::{
@@ -216,9 +217,16 @@ impl Server {
             .args(["-TERM", &self.pid().to_string()])
             .status()
             .expect("kill -TERM");
+        self.wait_for_exit(limit).map(|_| start.elapsed())
+    }
+
+    /// Waits up to `limit` for the process to exit on its own; its status, or
+    /// `None` if it is still running.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let start = Instant::now();
         while start.elapsed() < limit {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return Some(start.elapsed());
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -378,6 +386,14 @@ pub fn built_app(app: &str, wasm: &str) -> PathBuf {
         "{app}/{wasm} is not built: run `make build` first"
     );
     dir
+}
+
+/// Whether the tests run as root (containerd and its shims need it).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
 }
 
 /// The full path of `program` if it is on `PATH` (hosts this repository does not

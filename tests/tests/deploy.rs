@@ -1,21 +1,227 @@
-//! deploy/local-node.sh, the node below SpinKube on this machine: a registry and
-//! containerd on loopback, the app pushed, pulled and run under the Spin containerd
-//! shim, then `spinbench load --url` against it. The whole path runs when its tools
-//! are here (root, containerd >= 1.7.7, ctr, docker-registry, the shim on PATH or
-//! as CONTAINERD_SHIM_SPIN); otherwise it is skipped with a line saying what is
-//! missing, and the test passes: CI has none of them. The two other tests need
-//! none of them: what the script says when a tool is missing, and `load --url`
-//! naming what served it.
+//! The node: the function set in containers on a real containerd (>= 1.7.7) from
+//! a real registry (Debian's docker-registry), under spinbench's containerd shim
+//! (`io.containerd.spinbench.v1`), each test with a node of its own
+//! (`e2e::node`: registry and containerd on loopback, their own state, stopped
+//! and removed afterwards). The containers use the host's network, listening
+//! on a free loopback port (`SPIN_HTTP_LISTEN_ADDR`): a pod's own network is
+//! the CNI's, which is not the shim's concern.
+//!
+//! Where the machine cannot run containers (not root, no containerd >= 1.7.7,
+//! runc, docker-registry, or no shim built: `make build` builds it where protoc
+//! and libseccomp are), each node test says "skipped" with what is missing.
+//! `.ci/run` installs all of it. The other tests need none of it: what
+//! deploy/local-node.sh says when a tool is missing, and `load --url`.
 
+use e2e::contract::cases;
+use e2e::node::{self, Node};
 use e2e::report as support;
-
 use e2e::{Server, artifact, on_path, workspace_root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
-fn script() -> PathBuf {
-    workspace_root().join("deploy/local-node.sh")
+/// Whether this machine can run the node; says why not if it cannot.
+fn node_can_run(test: &str) -> bool {
+    let missing = node::missing();
+    if !missing.is_empty() {
+        eprintln!("skipped: {test} needs {}", missing.join(", "));
+    }
+    missing.is_empty()
+}
+
+/// The function set (spin.toml) pushed as an image with files and pulled.
+fn function_set_image(node: &Node) -> String {
+    for wasm in [
+        "hello",
+        "hello_sdk",
+        "echo",
+        "cpu",
+        "io",
+        "suntimes",
+        "sha1_blocks",
+    ] {
+        artifact(&format!("wasm32-wasip2/release/{wasm}.wasm"));
+    }
+    let manifest = workspace_root().join("spin.toml");
+    node.push_and_pull("files_image.py", &[&manifest], "spinbench:files", true)
+}
+
+#[test]
+fn the_function_set_answers_its_contract_in_a_container_and_stops_on_sigterm() {
+    if !node_can_run("the function set in a container") {
+        return;
+    }
+    let node = Node::start();
+    let image = function_set_image(&node);
+    let mut container = node.run("functions", &image, &[]);
+    let runner = Server::runner(&[]);
+    // The same host in and out of a container: the same answer to every case.
+    for case in cases() {
+        let from_container = case.send_to(&container.url(""));
+        let from_runner = case.send_to(&runner.url(""));
+        assert_eq!(
+            from_container.status,
+            case.expect,
+            "{}: {}",
+            case.describe(),
+            from_container.text()
+        );
+        assert_eq!(from_container, from_runner, "{}", case.describe());
+    }
+    // The host's lines are the container's stdout and stderr (what `ctr run` shows).
+    let log = container.log();
+    assert!(log.contains("hello: compiled in"), "{log}");
+    assert!(log.contains("Available Routes:"), "{log}");
+
+    // SIGTERM (`ctr task kill`'s default): in-flight requests get the host's grace
+    // (10 s, within Kubernetes' default 30 s), then the task exits 0.
+    let slow = {
+        let url = container.url("/io?ms=1500");
+        std::thread::spawn(move || e2e::get(&url))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    node.ctr_ok(&["task", "kill", "functions"]);
+    assert_eq!(
+        slow.join().unwrap().status,
+        200,
+        "the in-flight request finished"
+    );
+    let stopped = container.wait_for_exit(Duration::from_secs(15));
+    assert!(
+        stopped.is_some_and(|s| s.success()),
+        "{stopped:?}: {}",
+        container.log()
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        container.log().contains("shutting down"),
+        "{}",
+        container.log()
+    );
+    node.ctr_ok(&["container", "delete", "functions"]);
+    assert_eq!(node.leftovers("functions"), Vec::<String>::new());
+}
+
+#[test]
+fn killed_and_deleted_containers_leave_nothing_behind() {
+    if !node_can_run("kill and delete") {
+        return;
+    }
+    let node = Node::start();
+    let image = function_set_image(&node);
+    let container = node.run("killed", &image, &[]);
+    assert_eq!(e2e::get(&container.url("/hello")).status, 200);
+    let pid = node.task_pid("killed").expect("a running task");
+    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    assert!(
+        !node.leftovers("killed").is_empty(),
+        "what is looked for is there while it runs"
+    );
+    node.ctr_ok(&["task", "kill", "--signal", "SIGKILL", "killed"]);
+    let start = Instant::now();
+    while node.task_pid("killed").is_some() && start.elapsed() < Duration::from_secs(10) {
+        // `ctr run` deletes the task once it has exited; until then, retry.
+        let _ = node.ctr(&["task", "delete", "killed"]);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    node.ctr_ok(&["container", "delete", "killed"]);
+    assert_eq!(node.leftovers("killed"), Vec::<String>::new());
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+}
+
+#[test]
+fn bad_images_exit_non_zero_with_the_reason_while_others_carry_on() {
+    if !node_can_run("bad images") {
+        return;
+    }
+    let node = Node::start();
+    let image = function_set_image(&node);
+    // A good container, limited to 256 MiB: the shim bounds its pool by it.
+    let good = node.run(
+        "good",
+        &image,
+        &["--memory-limit", &(256u64 << 20).to_string()],
+    );
+    assert!(
+        good.log()
+            .contains("container memory limit 256 MiB: up to 11 instances of 16 MiB"),
+        "{}",
+        good.log()
+    );
+    let bad = bad_images(&node);
+    for (id, image, extra, reason) in &bad {
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let (status, log) = node.run_to_exit(id, image, &extra);
+        assert!(!status.success(), "{id}: {status}\n{log}");
+        assert!(log.contains(reason), "{id}: no {reason:?} in:\n{log}");
+        node.ctr_ok(&["container", "delete", id]);
+        assert_eq!(node.leftovers(id), Vec::<String>::new(), "{id}");
+        // containerd and the good container carry on.
+        assert!(node.ctr(&["version"]).status.success());
+        assert_eq!(e2e::get(&good.url("/hello")).status, 200, "after {id}");
+    }
+}
+
+/// Images the shim must refuse, each with what its log must say.
+fn bad_images(node: &Node) -> Vec<(String, String, Vec<String>, &'static str)> {
+    let hello = artifact("wasm32-wasip2/release/hello.wasm");
+    // Not a Spin app: an image of one data file, no spin.toml.
+    let notes = node.scratch("notes").join("notes.txt");
+    std::fs::write(&notes, "not an app\n").unwrap();
+    let not_spin = node.push_and_pull("native_image.py", &[&notes], "notes:1", true);
+    // An app the host refuses: a trigger it does not serve.
+    let redis = app_dir(
+        node,
+        "redis",
+        "[[trigger.redis]]\nchannel = \"messages\"\ncomponent = \"hello\"\n",
+        &std::fs::read(&hello).unwrap(),
+    );
+    let redis = node.push_and_pull("files_image.py", &[&redis], "redis:1", true);
+    // A component that is not wasm.
+    let junk = app_dir(
+        node,
+        "junk",
+        "[[trigger.http]]\nroute = \"/hello\"\ncomponent = \"hello\"\n",
+        b"not wasm",
+    );
+    let junk = node.push_and_pull("files_image.py", &[&junk], "junk:1", true);
+    vec![
+        ("not-spin".into(), not_spin, vec![], "not a Spin app"),
+        ("refused".into(), redis, vec![], "[[trigger.redis]]"),
+        ("junk".into(), junk, vec![], "is not a component"),
+        // A memory limit that cannot hold the host and two instances.
+        (
+            "small".into(),
+            image_of_good(node),
+            vec!["--memory-limit".into(), (64u64 << 20).to_string()],
+            "memory limit (64 MiB)",
+        ),
+    ]
+}
+
+fn image_of_good(node: &Node) -> String {
+    format!("{}/spinbench:files", node.registry())
+}
+
+/// A one-component app directory: spin.toml with `trigger`, its `hello.wasm` `wasm`.
+fn app_dir(node: &Node, name: &str, trigger: &str, wasm: &[u8]) -> PathBuf {
+    let dir = node.scratch(name);
+    std::fs::write(
+        dir.join("spin.toml"),
+        format!(
+            "spin_manifest_version = 2\n[application]\nname = \"{name}\"\n{trigger}\
+             [component.hello]\nsource = \"hello.wasm\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("hello.wasm"), wasm).unwrap();
+    dir.join("spin.toml")
 }
 
 fn results_dir(label: &str) -> PathBuf {
@@ -37,134 +243,6 @@ fn report_of(output: &Output) -> (Value, PathBuf) {
         .expect("report.json is JSON");
     support::assert_valid_report(&report);
     (report, path.parent().unwrap().to_path_buf())
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-}
-
-/// What the full path needs and this machine lacks.
-fn missing_for_the_node() -> Vec<String> {
-    let mut missing: Vec<String> = ["containerd", "ctr", "docker-registry", "curl", "oha"]
-        .into_iter()
-        .filter(|tool| on_path(tool).is_none())
-        .map(String::from)
-        .collect();
-    let shim = std::env::var_os("CONTAINERD_SHIM_SPIN")
-        .map(PathBuf::from)
-        .or_else(|| on_path("containerd-shim-spin-v2"));
-    if !shim.is_some_and(|s| s.is_file()) {
-        missing.push("containerd-shim-spin-v2 (on PATH or as CONTAINERD_SHIM_SPIN)".into());
-    }
-    if !is_root() {
-        missing.push("root".into());
-    }
-    missing
-}
-
-#[test]
-fn the_app_runs_under_containerd_and_the_spin_shim_and_is_measured() {
-    let missing = missing_for_the_node();
-    if !missing.is_empty() {
-        eprintln!(
-            "skipped: deploy/local-node.sh needs {} (deploy/README.md says how to get each)",
-            missing.join(", ")
-        );
-        return;
-    }
-    artifact("release/spinbench");
-    artifact("wasm32-wasip2/release/hello.wasm");
-    let results = results_dir("node");
-    let output = Command::new(script())
-        .arg("--results-dir")
-        .arg(&results)
-        .args(["--", "--quick", "--functions", "hello,echo"])
-        .output()
-        .expect("deploy/local-node.sh runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "local-node.sh failed:\n{stdout}\n{stderr}"
-    );
-    let (report, dir) = report_of(&output);
-    // The report names what served the URL: the shim, containerd and the registry.
-    let host = &report["versions"]["host"];
-    let named = |key: &str, word: &str| {
-        let v = host[key].as_str().unwrap_or_default();
-        assert!(v.contains(word), "versions.host.{key} = {v:?}");
-    };
-    named("shim", "spin");
-    named("containerd", "containerd");
-    named("registry", "distribution");
-    // Beside it, what `load --url` cannot see: the shim's start and its processes.
-    let node = std::fs::read_to_string(dir.join("local-node.md")).expect("local-node.md");
-    assert!(
-        node.contains("to the first `200` of `GET /hello` (ms) | "),
-        "{node}"
-    );
-    assert!(!node.contains("processes before the load | 0 |"), "{node}");
-
-    // Every scenario was answered under the shim, without errors.
-    let load = support::metrics(&report, "load", "remote");
-    for f in ["hello", "echo"] {
-        let throughput = load
-            .iter()
-            .find(|m| m["function"] == f && m["metric"] == "throughput")
-            .unwrap_or_else(|| panic!("no throughput for {f}"));
-        assert!(throughput["skipped"].is_null(), "{throughput}");
-        assert!(throughput["summary"]["p50"].as_f64().unwrap() > 0.0);
-        let errors = load
-            .iter()
-            .find(|m| m["function"] == f && m["metric"] == "errors")
-            .unwrap_or_else(|| panic!("no errors row for {f}"));
-        assert_eq!(errors["summary"]["p50"], 0.0, "{errors}");
-    }
-    // Stopped by PID: no process is left with the run's containerd socket.
-    assert!(
-        left_behind().is_empty(),
-        "processes outlived the script: {:?}",
-        left_behind()
-    );
-}
-
-/// Processes still holding a /tmp/spinbench-node.* path on their command line.
-fn left_behind() -> Vec<String> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    procs
-        .flatten()
-        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains("/tmp/spinbench-node."))
-        .collect()
-}
-
-#[test]
-fn a_missing_shim_is_named_with_how_to_get_it() {
-    // An executable that is not there: the script refuses before it starts anything.
-    let output = Command::new(script())
-        .env(
-            "CONTAINERD_SHIM_SPIN",
-            "/nonexistent/containerd-shim-spin-v2",
-        )
-        .output()
-        .expect("deploy/local-node.sh runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    let line = stderr
-        .lines()
-        .find(|l| l.trim_start().starts_with("containerd-shim-spin-v2:"))
-        .unwrap_or_else(|| panic!("the shim is not named:\n{stderr}"));
-    assert!(
-        line.contains("cargo build --release -p containerd-shim-spin-v2"),
-        "{line}"
-    );
-    assert!(line.contains("CONTAINERD_SHIM_SPIN"), "{line}");
 }
 
 #[test]
