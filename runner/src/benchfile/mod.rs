@@ -11,8 +11,8 @@ mod service;
 #[cfg(test)]
 mod tests;
 
-use spinbench_host::manifest::Manifest;
 use anyhow::Context;
+use spinbench_host::manifest::Manifest;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -21,14 +21,14 @@ pub mod tree;
 pub mod wrk;
 
 use crate::benchfile::{BenchFile, Component, Native};
-use spinbench_host::instance::{compiled_cache, remote_source};
-use spinbench_host::manifest::{Digest, Manifest, Source, one_component};
 use crate::model::Measurement;
 use crate::report::{Metric, PlanInfo, Report};
 use anyhow::{Context, Result, bail};
 use hosts::{CommandHost, HostKind};
 use http::Request;
 use indicatif::{ProgressBar, ProgressStyle};
+use spinbench_host::instance::{compiled_cache, remote_source};
+use spinbench_host::manifest::{Digest, Manifest, Source, one_component};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
