@@ -9,6 +9,8 @@
 mod in_process;
 mod load;
 
+pub use load::precompile;
+
 use super::capabilities::runtime_config::StateDirArg;
 use super::front::admission::{Admission, AdmissionLimits, Permit, Refusal};
 use super::front::body_limit::{self, BodyFault, BodyLimits, FaultCell, GuardedBody};
