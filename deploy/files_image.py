@@ -96,20 +96,12 @@ def push_blob(base: str, repo: str, data: bytes) -> str:
     return d
 
 
-def main() -> None:
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    manifest = pathlib.Path(sys.argv[1]).resolve()
-    base = f"http://{sys.argv[2]}"
-    repo, _, tag = sys.argv[3].partition(":")
-    files = app_files(manifest)
-    layer = layer_tar(manifest, files)
-    config = json.dumps({
-        "architecture": "wasm",
-        "os": "wasi",
-        "rootfs": {"type": "layers", "diff_ids": [digest(layer)]},
-        "config": {"Entrypoint": ["/"]},
-    }, sort_keys=True).encode()
+def push_image(base: str, repo: str, tag: str, layer: bytes, config: dict) -> str:
+    """Pushes an image of one uncompressed `layer` with the image config `config`
+    (its rootfs filled in); returns the manifest's digest."""
+    config = json.dumps(
+        {**config, "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}, sort_keys=True
+    ).encode()
     layer_digest = push_blob(base, repo, layer)
     config_digest = push_blob(base, repo, config)
     image = json.dumps({
@@ -125,7 +117,17 @@ def main() -> None:
     with urllib.request.urlopen(put) as r:
         if r.status != 201:
             sys.exit(f"manifest upload: HTTP {r.status}")
-    print(digest(image))
+    return digest(image)
+
+
+def main() -> None:
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    manifest = pathlib.Path(sys.argv[1]).resolve()
+    repo, _, tag = sys.argv[3].partition(":")
+    layer = layer_tar(manifest, app_files(manifest))
+    config = {"architecture": "wasm", "os": "wasi", "config": {"Entrypoint": ["/"]}}
+    print(push_image(f"http://{sys.argv[2]}", repo, tag, layer, config))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""The node's figures (deploy/local-node.sh runs this): the same `hello` as a wasm
+container under a containerd shim and as a native container under runc, started by one
+containerd on this machine, each measured the same way:
+
+- `ctr run` to the first `200` of GET /hello, image already pulled: RUNS starts, each a
+  new container, killed and deleted before the next; the first start of an image on the
+  node is reported apart (a shim compiles or precompiles there), the median of the rest;
+- PSS of a running container after a warm-up: its task's processes, and with its shim's
+  (runwasi's shim, its zygote; runc's `containerd-shim-runc-v2`), from smaps_rollup;
+- server CPU per request: the container's cgroup CPU time over REQUESTS requests to
+  /hello (oha, 10 connections, bounded in count and time) divided by the answered ones,
+  and its shim's own CPU over the same load;
+- SIGTERM to exit, and what the container left once deleted (processes, mounts, cgroups).
+
+Writes node.json and node.md to OUT. Usage:
+  node_bench.py --address SOCK --namespace NS --work DIR --out DIR
+                --wasm IMAGE --native IMAGE [--spin-shim] [--runs N] [--requests N]
+Standard library only, plus `ctr` and `oha` on PATH; as root.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+CGROUP_MOUNT = "type=cgroup,src=cgroup,dst=/sys/fs/cgroup,options=ro:nosuid:noexec:nodev"
+
+
+def runtimes(args):
+    """What is compared: one row per runtime, each how `ctr run` starts its container."""
+    wasm = ["--platform", "wasi/wasm", "--mount", CGROUP_MOUNT]
+    table = [
+        {"name": "spinbench", "label": "wasm, io.containerd.spinbench.v1",
+         "runtime": "io.containerd.spinbench.v1", "image": args.wasm, "flags": wasm,
+         "command": lambda addr: ["/"], "env": lambda addr: [f"SPIN_HTTP_LISTEN_ADDR={addr}"]},
+        {"name": "spin", "label": "wasm, io.containerd.spin.v2 (SpinKube's shim)",
+         "runtime": "io.containerd.spin.v2", "image": args.wasm, "flags": wasm,
+         "command": lambda addr: ["/"], "env": lambda addr: [f"SPIN_HTTP_LISTEN_ADDR={addr}"],
+         "skipped": None if args.spin_shim else
+         "`containerd-shim-spin-v2` not on PATH (deploy/README.md says how to get it)"},
+        {"name": "native", "label": "native hello-native (static), io.containerd.runc.v2",
+         "runtime": "io.containerd.runc.v2", "image": args.native,
+         "flags": ["--runc-root", str(pathlib.Path(args.work) / "runc")],
+         "command": lambda addr: ["/hello-native", "--listen", addr], "env": lambda addr: []},
+    ]
+    return table
+
+
+def free_addr() -> str:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"127.0.0.1:{port}"
+
+
+class Node:
+    def __init__(self, args):
+        self.base = ["ctr", "--address", args.address, "--namespace", args.namespace]
+        self.namespace = args.namespace
+        self.work = pathlib.Path(args.work)
+
+    def ctr(self, *argv, check=True) -> str:
+        out = subprocess.run(self.base + list(argv), capture_output=True, text=True)
+        if check and out.returncode != 0:
+            sys.exit(f"ctr {' '.join(argv)}: {out.stderr.strip()}")
+        return out.stdout
+
+    def start(self, row, cid: str, addr: str):
+        """`ctr run` in the foreground (its output is the container's), in the background."""
+        argv = self.base + ["run", "--fifo-dir", str(self.work / "fifo"), "--net-host",
+                            "--runtime", row["runtime"], *row["flags"]]
+        for pair in row["env"](addr):
+            argv += ["--env", pair]
+        argv += [row["image"], cid, *row["command"](addr)]
+        log = open(self.work / f"{cid}.log", "wb")
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def task_pid(self, cid: str):
+        for line in self.ctr("task", "ls").splitlines()[1:]:
+            fields = line.split()
+            if fields and fields[0] == cid:
+                return int(fields[1])
+        return None
+
+    def stop(self, cid: str, run, signal="SIGTERM") -> float:
+        """Kills the task, waits for `ctr run` to return, deletes the container; the
+        milliseconds from the signal to the exit."""
+        start = time.monotonic()
+        self.ctr("task", "kill", "--signal", signal, cid, check=False)
+        try:
+            run.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.ctr("task", "kill", "--signal", "SIGKILL", cid, check=False)
+            run.wait()
+        elapsed = (time.monotonic() - start) * 1e3
+        self.ctr("task", "delete", cid, check=False)
+        self.ctr("container", "delete", cid, check=False)
+        return elapsed
+
+    def leftovers(self, cid: str) -> list:
+        left = []
+        if cid in self.ctr("container", "ls", "-q").split():
+            left.append(f"container {cid}")
+        for pid, argv in processes().items():
+            if pair_in(argv, "-id", cid) and pair_in(argv, "-namespace", self.namespace):
+                left.append(f"process {pid}")
+        with open("/proc/self/mountinfo") as f:
+            left += [f"mount {l.split()[4]}" for l in f if f"/{self.namespace}/{cid}" in l.split()[4]]
+        for hierarchy in pathlib.Path("/sys/fs/cgroup").iterdir():
+            if (hierarchy / self.namespace / cid).exists():
+                left.append(f"cgroup {hierarchy / self.namespace / cid}")
+        return left
+
+
+def first_200(url: str, run, limit_s: float) -> float:
+    """Polls until a 200 (or the run ends or time is up); when it came, in seconds."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if run.poll() is not None:
+            return None
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                if r.status == 200:
+                    return time.monotonic()
+        except OSError:
+            pass
+        time.sleep(0.002)
+    return None
+
+
+def read(path) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def processes() -> dict:
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            argv = read(f"/proc/{name}/cmdline").split("\0")
+            out[int(name)] = [a for a in argv if a]
+    return out
+
+
+def pair_in(argv, flag, value) -> bool:
+    return any(a == flag and b == value for a, b in zip(argv, argv[1:]))
+
+
+def descendants(roots: set) -> set:
+    parent = {}
+    for name in os.listdir("/proc"):
+        stat = read(f"/proc/{name}/stat") if name.isdigit() else ""
+        if stat:
+            parent[int(name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    tree, grew = set(roots), True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return tree
+
+
+def pss_kib(pids) -> float:
+    total = 0.0
+    for pid in pids:
+        for line in read(f"/proc/{pid}/smaps_rollup").splitlines():
+            if line.startswith("Pss:"):
+                total += float(line.split()[1])
+    return total
+
+
+def cpu_s(pids) -> float:
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        stat = read(f"/proc/{pid}/stat")
+        if stat:
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def cgroup_cpu_s(pid: int) -> float:
+    """CPU time of the cgroup `pid` is in: cpuacct.usage (v1) or cpu.stat (v2)."""
+    for line in read(f"/proc/{pid}/cgroup").splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(","):
+            ns = read(f"/sys/fs/cgroup/{controllers}{path}/cpuacct.usage").strip()
+            if not ns:
+                ns = read(f"/sys/fs/cgroup/cpuacct{path}/cpuacct.usage").strip()
+            return int(ns) / 1e9
+        if controllers == "":
+            for stat in read(f"/sys/fs/cgroup{path}/cpu.stat").splitlines():
+                if stat.startswith("usage_usec"):
+                    return int(stat.split()[1]) / 1e6
+    sys.exit(f"no CPU accounting found for the cgroup of {pid}")
+
+
+def settle(pid: int) -> None:
+    """Waits (30 s at most) until the container is idle: under 2 ms of CPU in 500 ms, so
+    that what it does in the background after its start (spinbench's host prepares its
+    full pool after the first requests) is not counted against requests."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        before = cgroup_cpu_s(pid)
+        time.sleep(0.5)
+        if cgroup_cpu_s(pid) - before < 0.002:
+            return
+
+
+def shim_pids(node: Node, cid: str) -> set:
+    return {pid for pid, argv in processes().items()
+            if pair_in(argv, "-id", cid) and pair_in(argv, "-namespace", node.namespace)}
+
+
+def load(url: str, requests: int) -> dict:
+    # Bounded in count, each request in time, and the whole run in time.
+    out = subprocess.run(["oha", "-n", str(requests), "-c", "10", "-t", "10s", "--no-tui",
+                          "--output-format", "json", url], capture_output=True, text=True,
+                         timeout=300)
+    if out.returncode != 0:
+        sys.exit(f"oha: {out.stderr.strip()}")
+    report = json.loads(out.stdout)
+    codes = report.get("statusCodeDistribution", {})
+    return {"ok": int(codes.get("200", 0)), "other": sum(int(v) for k, v in codes.items() if k != "200")}
+
+
+def measure(node: Node, row, runs: int, requests: int) -> dict:
+    starts, logs = [], []
+    for i in range(runs):
+        cid = f"{row['name']}-{i}"
+        addr = free_addr()
+        t0 = time.monotonic()
+        run = node.start(row, cid, addr)
+        t1 = first_200(f"http://{addr}/hello", run, 180)
+        if t1 is None:
+            node.stop(cid, run, "SIGKILL")
+            log = read(node.work / f"{cid}.log")
+            sys.exit(f"{row['name']}: no 200 from /hello after `ctr run`:\n{log[-3000:]}")
+        starts.append((t1 - t0) * 1e3)
+        last = i == runs - 1
+        if not last:
+            node.stop(cid, run, "SIGKILL")
+            logs.append((cid, node.leftovers(cid)))
+            continue
+        # The last one stays up: warmed, settled, then measured running and under load.
+        load(f"http://{addr}/hello", 1000)
+        pid = node.task_pid(cid)
+        settle(pid)
+        tree = descendants({pid})
+        shims = shim_pids(node, cid) - tree
+        pss_container, pss_all = pss_kib(tree), pss_kib(tree | shims)
+        cpu0, shim0 = cgroup_cpu_s(pid), cpu_s(shims)
+        answered = load(f"http://{addr}/hello", requests)
+        cpu1, shim1 = cgroup_cpu_s(pid), cpu_s(shims)
+        stop_ms = node.stop(cid, run)
+        logs.append((cid, node.leftovers(cid)))
+    first, rest = starts[0], starts[1:] or starts
+    return {
+        "label": row["label"],
+        "start_ms": [round(s, 1) for s in starts],
+        "first_start_ms": round(first, 1),
+        "start_median_ms": round(statistics.median(rest), 1),
+        "pss_kib": round(pss_container),
+        "pss_with_shim_kib": round(pss_all),
+        "processes": len(tree), "shim_processes": len(shims),
+        "cpu_us_per_request": round((cpu1 - cpu0) / max(answered["ok"], 1) * 1e6, 2),
+        "shim_cpu_us_per_request": round((shim1 - shim0) / max(answered["ok"], 1) * 1e6, 2),
+        "requests": answered["ok"], "errors": answered["other"],
+        "sigterm_to_exit_ms": round(stop_ms, 1),
+        "left_behind": [item for _, left in logs for item in left],
+    }
+
+
+ROWS = [
+    ("`ctr run` to the first `200`, first start of the image (ms)", "first_start_ms"),
+    ("`ctr run` to the first `200`, median of the later starts (ms)", "start_median_ms"),
+    ("PSS of the running container (KiB)", "pss_kib"),
+    ("PSS with its shim's processes (KiB)", "pss_with_shim_kib"),
+    ("server CPU per request, the container's cgroup (µs)", "cpu_us_per_request"),
+    ("its shim's CPU per request (µs)", "shim_cpu_us_per_request"),
+    ("SIGTERM to exit (ms)", "sigterm_to_exit_ms"),
+]
+
+
+def markdown(results: dict, runs: int, requests: int) -> str:
+    names = list(results)
+    head = "| figure | " + " | ".join(names) + " | spinbench/native |"
+    lines = ["# hello on one node: wasm and native containers (deploy/local-node.sh)", "",
+             head, "|---|" + "---:|" * (len(names) + 1)]
+    for title, key in ROWS:
+        cells = []
+        for name in names:
+            r = results[name]
+            cells.append("skipped" if "skipped" in r else f"{r[key]:,}")
+        wasm, native = results.get("spinbench", {}), results.get("native", {})
+        ratio = (f"{wasm[key] / native[key]:.2f}×" if key in wasm and key in native
+                 and native[key] else "")
+        lines.append(f"| {title} | " + " | ".join(cells) + f" | {ratio} |")
+    lines += ["", f"{runs} starts per runtime (a new container each, image pulled), then the last",
+              f"one warmed with 1,000 requests and loaded with {requests:,} (oha, 10 connections).", ""]
+    for name, r in results.items():
+        lines.append(f"- **{name}**: {r.get('label', '')}: "
+                     + (f"skipped: {r['skipped']}" if "skipped" in r else
+                        f"starts {r['start_ms']} ms; {r['processes']} container and "
+                        f"{r['shim_processes']} shim processes; {r['requests']:,} answered, "
+                        f"{r['errors']} errors; left behind: {r['left_behind'] or 'nothing'}"))
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for flag in ("--address", "--namespace", "--work", "--out", "--wasm", "--native"):
+        p.add_argument(flag, required=True)
+    p.add_argument("--spin-shim", action="store_true")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--requests", type=int, default=20000)
+    args = p.parse_args()
+    node = Node(args)
+    results = {}
+    for row in runtimes(args):
+        if row.get("skipped"):
+            results[row["name"]] = {"label": row["label"], "skipped": row["skipped"]}
+            continue
+        print(f"measuring {row['name']} ({args.runs} starts, {args.requests} requests)", flush=True)
+        results[row["name"]] = measure(node, row, args.runs, args.requests)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "node.json").write_text(json.dumps(results, indent=2) + "\n")
+    md = markdown(results, args.runs, args.requests)
+    (out / "node.md").write_text(md)
+    print(md)
+    if any(r.get("left_behind") for r in results.values()):
+        sys.exit("containers left something behind (node.json, left_behind)")
+
+
+if __name__ == "__main__":
+    main()
