@@ -332,6 +332,7 @@ fn registry_sources_are_refused_by_key() {
         let error =
             refusal(&MINIMAL.replace("source = \"app.wasm\"", &format!("source = {source}")));
         assert!(error.contains(key), "{key}: {error}");
+        assert!(error.contains("wasm-pkg"), "{error}");
     }
 }
 
