@@ -18,6 +18,7 @@ pub mod contract;
 pub mod database;
 mod http;
 pub mod node;
+pub mod registry;
 pub mod report;
 
 pub use http::{
@@ -506,4 +507,38 @@ pub fn compare_into(results: &Path, args: &[&str]) -> (Value, PathBuf) {
     let path = workspace_root().join(line.trim());
     let report = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     (report, path)
+}
+
+/// `sha256:<hex>` of `bytes`, as OCI and Spin name content.
+pub fn sha256_digest(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    let hash = sha2::Sha256::digest(bytes);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// A scratch folder under target/, removed when dropped.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(label: &str) -> Scratch {
+        let dir = workspace_root().join(format!(
+            "target/e2e-scratch/{label}-{}-{}",
+            std::process::id(),
+            Server::free_addr().port()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
