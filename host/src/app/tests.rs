@@ -281,7 +281,11 @@ fn precompiled_components_are_loaded_not_compiled() {
         let manifest = Manifest::parse(&text, repo_root()).unwrap();
         let cache = tempfile::tempdir().unwrap();
         let compiled = precompile(&manifest, cache.path()).unwrap();
-        assert_eq!(compiled, vec![("hello".to_string(), Origin::Compiled)], "{source}");
+        assert_eq!(
+            compiled,
+            vec![("hello".to_string(), Origin::Compiled)],
+            "{source}"
+        );
         for allocation in [Allocation::Pooling, Allocation::OnDemand] {
             let options = HostOptions {
                 cache_dir: Some(cache.path().to_path_buf()),
@@ -294,7 +298,11 @@ fn precompiled_components_are_loaded_not_compiled() {
             };
             let host = Host::new(&manifest, &options).unwrap();
             let origins: Vec<Origin> = host.loads().iter().map(|l| l.origin).collect();
-            assert_eq!(origins, vec![Origin::LoadedFromCache], "{source} {allocation:?}");
+            assert_eq!(
+                origins,
+                vec![Origin::LoadedFromCache],
+                "{source} {allocation:?}"
+            );
         }
     }
 }
