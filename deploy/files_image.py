@@ -10,13 +10,16 @@ scratch` for `--platform=wasi/wasm`). `spin registry push` writes another form (
 Spin OCI artifact); deploy/local-node.sh uses that one when `spin` is on PATH.
 
 Usage: files_image.py MANIFEST REGISTRY_HOST:PORT REPOSITORY:TAG
-Only plain HTTP to a registry on loopback: this is for the local node.
+Only plain HTTP to a registry on loopback: this is for the local node. A registry that
+asks for a user gets REGISTRY_AUTH (USER:PASSWORD, from the environment) as Basic auth.
 Standard library only; prints the manifest's digest.
 """
 
+import base64
 import hashlib
 import io
 import json
+import os
 import pathlib
 import sys
 import tarfile
@@ -80,17 +83,22 @@ def digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def send(url: str, method: str, data: bytes, headers: dict | None = None) -> object:
+    """One request to the registry, with REGISTRY_AUTH's Basic auth when it is set."""
+    headers = dict(headers or {})
+    if os.environ.get("REGISTRY_AUTH"):
+        token = base64.b64encode(os.environ["REGISTRY_AUTH"].encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    return urllib.request.urlopen(urllib.request.Request(url, method=method, data=data, headers=headers))
+
+
 def push_blob(base: str, repo: str, data: bytes) -> str:
     d = digest(data)
-    start = urllib.request.Request(f"{base}/v2/{repo}/blobs/uploads/", method="POST", data=b"")
-    with urllib.request.urlopen(start) as r:
+    with send(f"{base}/v2/{repo}/blobs/uploads/", "POST", b"") as r:
         location = urllib.parse.urljoin(base, r.headers["Location"])
     sep = "&" if "?" in location else "?"
-    put = urllib.request.Request(
-        f"{location}{sep}digest={urllib.parse.quote(d)}", method="PUT", data=data,
-        headers={"Content-Type": "application/octet-stream"},
-    )
-    with urllib.request.urlopen(put) as r:
+    with send(f"{location}{sep}digest={urllib.parse.quote(d)}", "PUT", data,
+              {"Content-Type": "application/octet-stream"}) as r:
         if r.status != 201:
             sys.exit(f"blob upload of {d}: HTTP {r.status}")
     return d
@@ -110,11 +118,8 @@ def push_image(base: str, repo: str, tag: str, layer: bytes, config: dict) -> st
         "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": len(config)},
         "layers": [{"mediaType": OCI_LAYER, "digest": layer_digest, "size": len(layer)}],
     }, sort_keys=True).encode()
-    put = urllib.request.Request(
-        f"{base}/v2/{repo}/manifests/{tag or 'latest'}", method="PUT", data=image,
-        headers={"Content-Type": OCI_MANIFEST},
-    )
-    with urllib.request.urlopen(put) as r:
+    with send(f"{base}/v2/{repo}/manifests/{tag or 'latest'}", "PUT", image,
+              {"Content-Type": OCI_MANIFEST}) as r:
         if r.status != 201:
             sys.exit(f"manifest upload: HTTP {r.status}")
     return digest(image)

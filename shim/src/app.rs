@@ -3,16 +3,15 @@
 //! spinframework/containerd-shim-spin v0.24.0, `src/source.rs`), or Spin's OCI
 //! artifact, whose layers the library hands over.
 
+use crate::artifact;
 use anyhow::{Result, bail};
 use containerd_shim_wasm::sandbox::context::Source;
 use std::path::{Path, PathBuf};
 
-/// The media types of Spin's OCI artifact that the library reads from
-/// containerd's content store and hands to the shim.
-pub const LAYER_TYPES: &[&str] = &[];
-
 /// The manifest an image with files carries, at the root as the Spin shim reads it.
 const MANIFEST_FILE: &str = "/spin.toml";
+/// Where an artifact's app is made, in the container's own (writable) root.
+const ARTIFACT_ROOT: &str = "/.spinbench";
 /// A runtime config file, where the Spin shim looks for one.
 const RUNTIME_CONFIG_FILE: &str = "/runtime-config.toml";
 
@@ -30,7 +29,7 @@ pub fn materialize(source: &Source<'_>) -> Result<App> {
         Source::File(_) => {
             if !Path::new(MANIFEST_FILE).is_file() {
                 bail!(
-                    "not a Spin app: the image has no {MANIFEST_FILE} and no Spin OCI artifact layers"
+                    "not a Spin app: the image has no {MANIFEST_FILE}, and no layers of Spin's OCI artifact reached the shim (for an artifact: the shim's log in containerd's says why)"
                 );
             }
             Ok(App {
@@ -38,7 +37,13 @@ pub fn materialize(source: &Source<'_>) -> Result<App> {
                 cache_dir: None,
             })
         }
-        Source::Oci(_layers) => bail!("Spin OCI artifacts are not read yet"),
+        Source::Oci(layers) => {
+            let unpacked = artifact::unpack(layers, Path::new(ARTIFACT_ROOT))?;
+            Ok(App {
+                manifest: unpacked.manifest,
+                cache_dir: unpacked.cache_dir,
+            })
+        }
     }
 }
 

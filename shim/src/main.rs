@@ -8,8 +8,11 @@
 //! filesystem, stdio); the app then runs inside it (`sandbox`).
 
 mod app;
+mod artifact;
+mod bundle;
 mod env;
 mod memory;
+mod precompile;
 mod sandbox;
 
 use containerd_shim_wasm::shim::{Cli, Config};

@@ -4,12 +4,14 @@
 //! `pivot_root`): it serves the app until SIGTERM.
 
 use crate::app::{self, App};
+use crate::artifact;
 use crate::env::ContainerEnv;
 use crate::memory;
+use crate::precompile::AppCompiler;
 use anyhow::{Context, Result};
 use containerd_shim_wasm::sandbox::Sandbox;
 use containerd_shim_wasm::sandbox::context::RuntimeContext;
-use containerd_shim_wasm::shim::{Shim, Version, version};
+use containerd_shim_wasm::shim::{Compiler, Shim, Version, version};
 use spinbench_host::manifest::Manifest;
 use spinbench_host::{AdmissionLimits, Host, HostOptions, PoolSizing, ServeOptions};
 use std::path::Path;
@@ -32,7 +34,11 @@ impl Shim for SpinbenchShim {
     type Sandbox = SpinbenchSandbox;
 
     fn supported_layers_types() -> &'static [&'static str] {
-        app::LAYER_TYPES
+        artifact::LAYER_TYPES
+    }
+
+    async fn compiler() -> Option<impl Compiler> {
+        Some(AppCompiler)
     }
 }
 

@@ -1,12 +1,13 @@
-//! A node on this machine for the deploy tests: Debian's `docker-registry` and
-//! containerd, each with its own config, state and socket under one temporary
-//! directory (the registry on a free loopback port), `ctr` against them, and
+//! A node on this machine for the deploy tests: containerd with its own
+//! config, state and socket under one temporary directory, `ctr` against it,
 //! spinbench's containerd shim (`target/release/containerd-shim-spinbench-v1`)
-//! on containerd's `PATH` as the runtime `io.containerd.spinbench.v1`.
-//! Everything is stopped by its PID and removed when the node is dropped,
-//! including what the runtimes keep outside that directory (cgroups, the
-//! shim's state under /run/containerd/spinbench).
+//! on containerd's `PATH` as the runtime `io.containerd.spinbench.v1`, and the
+//! test binary's registry (`e2e::registry`: Debian's `docker-registry` on
+//! loopback) to push to and pull from. Everything is stopped by its PID and
+//! removed when the node is dropped, including what the runtimes keep outside
+//! that directory (cgroups, the shim's state under /run/containerd/spinbench).
 
+use crate::registry::{self, Registry};
 use crate::{Server, artifact, on_path, run_to_exit, workspace_root};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -72,8 +73,7 @@ pub struct Node {
     dir: PathBuf,
     socket: PathBuf,
     namespace: String,
-    registry: Child,
-    registry_port: u16,
+    pub registry: &'static Registry,
     containerd: Child,
 }
 
@@ -84,8 +84,7 @@ impl Node {
         let label = format!("{}-{n}", std::process::id());
         let dir = std::env::temp_dir().join(format!("spinbench-e2e-node-{label}"));
         std::fs::create_dir_all(dir.join("fifo")).expect("the node's directory");
-        let registry_port = Server::free_addr().port();
-        let registry = start_registry(&dir, registry_port);
+        let registry = Registry::shared().expect("docker-registry (node::missing says so)");
         let socket = dir.join("containerd.sock");
         let containerd = start_containerd(&dir, &socket);
         let mut node = Node {
@@ -93,7 +92,6 @@ impl Node {
             socket,
             namespace: format!("e2e-{label}"),
             registry,
-            registry_port,
             containerd,
         };
         node.wait_until_ready();
@@ -103,26 +101,12 @@ impl Node {
     fn wait_until_ready(&mut self) {
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(30) {
-            let registry_up = crate::get_within(
-                &format!("http://{}/v2/", self.registry()),
-                Duration::from_secs(1),
-            )
-            .is_ok_and(|answer| answer.status == 200);
-            if registry_up && self.socket.exists() && self.ctr(&["version"]).status.success() {
+            if self.socket.exists() && self.ctr(&["version"]).status.success() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!(
-            "the node did not start:\n{}\n{}",
-            self.file("registry.log"),
-            self.file("containerd.log")
-        );
-    }
-
-    /// `127.0.0.1:<port>` of the registry.
-    pub fn registry(&self) -> String {
-        format!("127.0.0.1:{}", self.registry_port)
+        panic!("containerd did not start:\n{}", self.file("containerd.log"));
     }
 
     pub fn namespace(&self) -> &str {
@@ -184,8 +168,12 @@ impl Node {
         let output = Command::new("python3")
             .arg(workspace_root().join("deploy").join(script))
             .args(args)
-            .arg(self.registry())
+            .arg(self.registry.host())
             .arg(name)
+            .env(
+                "REGISTRY_AUTH",
+                format!("{}:{}", registry::USER, registry::PASSWORD),
+            )
             .output()
             .expect("python3 runs");
         assert!(
@@ -193,8 +181,35 @@ impl Node {
             "{script} {args:?}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let image = format!("{}/{name}", self.registry());
-        let mut pull = vec!["image", "pull", "--plain-http"];
+        self.pull(name, wasm)
+    }
+
+    /// Pushes the app of `manifest` as Spin's OCI artifact (`spinbench registry
+    /// push`), named `repository:tag`, and pulls it; returns its reference.
+    pub fn push_artifact_and_pull(&self, manifest: &Path, name: &str) -> String {
+        let docker = self.registry.docker_config(&self.scratch("docker"));
+        let output = Command::new(artifact("release/spinbench"))
+            .args(["registry", "push", "--insecure", "-f"])
+            .arg(manifest)
+            .arg(self.registry.reference(name))
+            .env("DOCKER_CONFIG", docker)
+            .env("XDG_CONFIG_HOME", self.scratch("config"))
+            .output()
+            .expect("spinbench runs");
+        assert!(
+            output.status.success(),
+            "spinbench registry push: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        self.pull(name, true)
+    }
+
+    /// `ctr image pull` of `repository:tag` from the registry (`wasi/wasm` images
+    /// by that platform); returns its reference.
+    pub fn pull(&self, name: &str, wasm: bool) -> String {
+        let image = self.registry.reference(name);
+        let user = format!("{}:{}", registry::USER, registry::PASSWORD);
+        let mut pull = vec!["image", "pull", "--plain-http", "--user", &user];
         if wasm {
             pull.extend(["--platform", "wasi/wasm"]);
         }
@@ -334,7 +349,6 @@ impl Drop for Node {
                 let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
             }
         }
-        stop(&mut self.registry);
         let mut mounts: Vec<String> = mount_targets()
             .into_iter()
             .filter(|t| t.starts_with(&self.dir.display().to_string()))
@@ -349,22 +363,6 @@ impl Drop for Node {
         let _ = std::fs::remove_dir_all(Path::new(SHIM_STATE).join(&self.namespace));
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn start_registry(dir: &Path, port: u16) -> Child {
-    let config = dir.join("registry.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "version: 0.1\nlog: {{ level: warn }}\nstorage: {{ filesystem: {{ rootdirectory: {} }} }}\nhttp: {{ addr: 127.0.0.1:{port} }}\n",
-            dir.join("registry").display()
-        ),
-    )
-    .expect("registry.yml");
-    spawn_logged(
-        Command::new("docker-registry").arg("serve").arg(&config),
-        &dir.join("registry.log"),
-    )
 }
 
 fn start_containerd(dir: &Path, socket: &Path) -> Child {

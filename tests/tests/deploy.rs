@@ -1,8 +1,8 @@
 //! The node: the function set in containers on a real containerd (>= 1.7.7) from
 //! a real registry (Debian's docker-registry), under spinbench's containerd shim
-//! (`io.containerd.spinbench.v1`), each test with a node of its own
-//! (`e2e::node`: registry and containerd on loopback, their own state, stopped
-//! and removed afterwards). The containers use the host's network, listening
+//! (`io.containerd.spinbench.v1`), as Spin's OCI artifact (`spinbench registry
+//! push`) and as an image with files; each test with a containerd of its own
+//! (`e2e::node`: its own state and socket, stopped and removed afterwards). The containers use the host's network, listening
 //! on a free loopback port (`SPIN_HTTP_LISTEN_ADDR`): a pod's own network is
 //! the CNI's, which is not the shim's concern.
 //!
@@ -30,8 +30,8 @@ fn node_can_run(test: &str) -> bool {
     missing.is_empty()
 }
 
-/// The function set (spin.toml) pushed as an image with files and pulled.
-fn function_set_image(node: &Node) -> String {
+/// The function set's components, which `make build` builds.
+fn built_function_set() -> PathBuf {
     for wasm in [
         "hello",
         "hello_sdk",
@@ -43,8 +43,18 @@ fn function_set_image(node: &Node) -> String {
     ] {
         artifact(&format!("wasm32-wasip2/release/{wasm}.wasm"));
     }
-    let manifest = workspace_root().join("spin.toml");
+    workspace_root().join("spin.toml")
+}
+
+/// The function set (spin.toml) pushed as an image with files and pulled.
+fn function_set_files_image(node: &Node) -> String {
+    let manifest = built_function_set();
     node.push_and_pull("files_image.py", &[&manifest], "spinbench:files", true)
+}
+
+/// The function set pushed as Spin's OCI artifact and pulled.
+fn function_set_artifact(node: &Node) -> String {
+    node.push_artifact_and_pull(&built_function_set(), "spinbench:artifact")
 }
 
 #[test]
@@ -53,7 +63,7 @@ fn the_function_set_answers_its_contract_in_a_container_and_stops_on_sigterm() {
         return;
     }
     let node = Node::start();
-    let image = function_set_image(&node);
+    let image = function_set_artifact(&node);
     let mut container = node.run("functions", &image, &[]);
     let runner = Server::runner(&[]);
     // The same host in and out of a container: the same answer to every case.
@@ -69,10 +79,17 @@ fn the_function_set_answers_its_contract_in_a_container_and_stops_on_sigterm() {
         );
         assert_eq!(from_container, from_runner, "{}", case.describe());
     }
-    // The host's lines are the container's stdout and stderr (what `ctr run` shows).
+    // The host's lines are the container's stdout and stderr (what `ctr run`
+    // shows), and its components were compiled outside it, by the precompile hook.
     let log = container.log();
-    assert!(log.contains("hello: compiled in"), "{log}");
     assert!(log.contains("Available Routes:"), "{log}");
+    for id in e2e::functions() {
+        assert!(
+            log.contains(&format!("{id}: loaded from cache")),
+            "{id}:\n{log}"
+        );
+    }
+    assert!(!log.contains("compiled in"), "{log}");
 
     // SIGTERM (`ctr task kill`'s default): in-flight requests get the host's grace
     // (10 s, within Kubernetes' default 30 s), then the task exits 0.
@@ -114,7 +131,7 @@ fn killed_and_deleted_containers_leave_nothing_behind() {
         return;
     }
     let node = Node::start();
-    let image = function_set_image(&node);
+    let image = function_set_files_image(&node);
     let container = node.run("killed", &image, &[]);
     assert_eq!(e2e::get(&container.url("/hello")).status, 200);
     let pid = node.task_pid("killed").expect("a running task");
@@ -141,7 +158,7 @@ fn bad_images_exit_non_zero_with_the_reason_while_others_carry_on() {
         return;
     }
     let node = Node::start();
-    let image = function_set_image(&node);
+    let image = function_set_files_image(&node);
     // A good container, limited to 256 MiB: the shim bounds its pool by it.
     let good = node.run(
         "good",
@@ -168,9 +185,108 @@ fn bad_images_exit_non_zero_with_the_reason_while_others_carry_on() {
     }
 }
 
+#[test]
+fn an_artifact_is_precompiled_once_and_its_containers_compile_nothing() {
+    if !node_can_run("precompile") {
+        return;
+    }
+    let node = Node::start();
+    let image = node.push_artifact_and_pull(&hello_app(&node), "hello:artifact");
+    for (run, id) in ["first", "second"].iter().enumerate() {
+        let mut container = node.run(id, &image, &[]);
+        assert_eq!(e2e::get(&container.url("/hello")).status, 200);
+        let log = container.log();
+        assert!(
+            log.contains("hello: loaded from cache"),
+            "start {run}:\n{log}"
+        );
+        assert!(!log.contains("compiled in"), "start {run}:\n{log}");
+        node.ctr_ok(&["task", "kill", id]);
+        assert!(container.wait_for_exit(Duration::from_secs(15)).is_some());
+        node.ctr_ok(&["container", "delete", id]);
+        // From the first start on, every layer of the image is labelled with
+        // its precompiled content for this shim: the library compiles an
+        // image again only when a layer lacks the label.
+        for layer in layers_of(&node, &image) {
+            let labels = content_labels(&node, &layer);
+            assert!(
+                labels.contains("runwasi.io/precompiled/spinbench/"),
+                "start {run}: {layer}: {labels}"
+            );
+        }
+    }
+}
+
+/// A one-component app, `hello`, in the node's scratch space.
+fn hello_app(node: &Node) -> PathBuf {
+    let wasm = artifact("wasm32-wasip2/release/hello.wasm");
+    let manifest = node.scratch("hello-app").join("spin.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "spin_manifest_version = 2\n[application]\nname = \"hello\"\n\
+             [[trigger.http]]\nroute = \"/hello\"\ncomponent = \"hello\"\n\
+             [component.hello]\nsource = {:?}\n",
+            wasm.display()
+        ),
+    )
+    .unwrap();
+    manifest
+}
+
+/// The layer digests of `image`'s manifest, read from containerd's content store.
+fn layers_of(node: &Node, image: &str) -> Vec<String> {
+    let list = node.ctr_ok(&["image", "ls"]);
+    let digest = list
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(image))
+        .and_then(|l| l.split_whitespace().find(|w| w.starts_with("sha256:")))
+        .unwrap_or_else(|| panic!("{image} not in:\n{list}"))
+        .to_string();
+    let manifest: Value = serde_json::from_str(&node.ctr_ok(&["content", "get", &digest])).unwrap();
+    manifest["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["digest"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The labels of content `digest` (`ctr content ls`'s last column).
+fn content_labels(node: &Node, digest: &str) -> String {
+    node.ctr_ok(&["content", "ls"])
+        .lines()
+        .find(|l| l.starts_with(digest))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// An artifact's manifest with the layers of `media_type` left out, put as `tag`
+/// of `repository` and pulled: the layers are there, the app is not whole.
+fn artifact_without(node: &Node, repository: &str, media_type: &str, tag: &str) -> String {
+    let (status, body) = node
+        .registry
+        .get(&format!("/v2/{repository}/manifests/artifact"), true)
+        .expect("the registry answers");
+    assert_eq!(status, 200);
+    let mut manifest: Value = serde_json::from_slice(&body).unwrap();
+    let layers = manifest["layers"].as_array_mut().unwrap();
+    layers.retain(|l| l["mediaType"] != media_type);
+    let bytes = serde_json::to_vec(&manifest).unwrap();
+    let manifest_type = "application/vnd.oci.image.manifest.v1+json";
+    node.registry
+        .put_manifest(repository, tag, manifest_type, &bytes);
+    node.pull(&format!("{repository}:{tag}"), true)
+}
+
 /// Images the shim must refuse, each with what its log must say.
 fn bad_images(node: &Node) -> Vec<(String, String, Vec<String>, &'static str)> {
     let hello = artifact("wasm32-wasip2/release/hello.wasm");
+    node.push_artifact_and_pull(&hello_app(node), "hello:artifact");
+    let wasm_layer = "application/vnd.wasm.content.layer.v1+wasm";
+    let locked_app = "application/vnd.fermyon.spin.application.v1+config";
+    let no_wasm = artifact_without(node, "hello", wasm_layer, "no-wasm");
+    let no_app = artifact_without(node, "hello", locked_app, "no-app");
     // Not a Spin app: an image of one data file, no spin.toml.
     let notes = node.scratch("notes").join("notes.txt");
     std::fs::write(&notes, "not an app\n").unwrap();
@@ -192,6 +308,13 @@ fn bad_images(node: &Node) -> Vec<(String, String, Vec<String>, &'static str)> {
     );
     let junk = node.push_and_pull("files_image.py", &[&junk], "junk:1", true);
     vec![
+        (
+            "no-wasm".into(),
+            no_wasm,
+            vec![],
+            "the artifact has no such layer",
+        ),
+        ("no-app".into(), no_app, vec![], "not a Spin app"),
         ("not-spin".into(), not_spin, vec![], "not a Spin app"),
         ("refused".into(), redis, vec![], "[[trigger.redis]]"),
         ("junk".into(), junk, vec![], "is not a component"),
@@ -206,7 +329,7 @@ fn bad_images(node: &Node) -> Vec<(String, String, Vec<String>, &'static str)> {
 }
 
 fn image_of_good(node: &Node) -> String {
-    format!("{}/spinbench:files", node.registry())
+    node.registry.reference("spinbench:files")
 }
 
 /// A one-component app directory: spin.toml with `trigger`, its `hello.wasm` `wasm`.
