@@ -9,7 +9,7 @@
 # own network is the CNI's). deploy/README.md says what was run and found.
 #
 # Usage (as root, from anywhere in the repository, after `make build`):
-#   deploy/local-node.sh [--manifest spin.toml] [--runs 5] [--requests 20000]
+#   deploy/local-node.sh [--manifest spin.toml] [--runs 5] [--requests 20000] [--running 4]
 #                        [--results-dir results] [-- LOAD-ARGS...]
 # With `-- LOAD-ARGS`, `spinbench load --url` then runs against the wasm container with
 # them (e.g. -- --quick, -- --functions hello --duration 5).
@@ -25,6 +25,7 @@ manifest=spin.toml
 results=results
 runs=5
 requests=20000
+running=4
 load_args=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -32,6 +33,7 @@ while [ $# -gt 0 ]; do
     --results-dir) results=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --requests) requests=$2; shift 2 ;;
+    --running) running=$2; shift 2 ;;
     --) shift; load_args=("$@"); [ ${#load_args[@]} -gt 0 ] || load_args=(--quick); break ;;
     *) echo "unknown argument: $1 (see the top of $0)" >&2; exit 1 ;;
   esac
@@ -151,30 +153,36 @@ printf '%s\n' 'spin_manifest_version = 2' '[application]' 'name = "hello"' '[[tr
   >"$work/hello-app/spin.toml"
 registry=127.0.0.1:$registry_port
 app=$registry/spinbench:0.1.0
-pushed_as="image with files (deploy/files_image.py: /spin.toml and the .wasm files)"
-python3 deploy/files_image.py "$work/hello-app/spin.toml" "$registry" hello:wasm >/dev/null
+# Pushed as a node pulls apps: Spin's OCI artifact (`spinbench registry push`, the layout
+# `spin registry push` writes); also as an image with files, the shim's other form.
+push() { target/release/spinbench registry push --insecure -f "$1" "$2" >/dev/null; }
+push "$work/hello-app" "$registry/hello:artifact"
+python3 deploy/files_image.py "$work/hello-app/spin.toml" "$registry" hello:files >/dev/null
 python3 deploy/native_image.py "$native" "$registry" hello:native >/dev/null
-[ ${#load_args[@]} -eq 0 ] || python3 deploy/files_image.py "$manifest" "$registry" spinbench:0.1.0 >/dev/null
+[ ${#load_args[@]} -eq 0 ] || push "$manifest" "$app"
 pull() {
   ctr_ image pull --plain-http "$@" >>"$work/pull.log" 2>&1 \
     || { cat "$work/pull.log"; echo "ctr image pull $* failed" >&2; exit 1; }
 }
-pull --platform wasi/wasm "$registry/hello:wasm"
+pull --platform wasi/wasm "$registry/hello:artifact"
+pull --platform wasi/wasm "$registry/hello:files"
 pull "$registry/hello:native"
 [ ${#load_args[@]} -eq 0 ] || pull --platform wasi/wasm "$app"
-echo "pushed and pulled as ${pushed_as}: $registry/hello:wasm, $registry/hello:native (static)"
+echo "pushed and pulled: $registry/hello:artifact, hello:files, hello:native (static)"
 
 # --- measure ------------------------------------------------------------------------------
 out=$results/node-$(date -u +%Y%m%d-%H%M%S)
 spin_flag=()
 [ -n "$spin_shim" ] && spin_flag=(--spin-shim)
 python3 deploy/node_bench.py --address "$sock" --namespace "$ns" --work "$work" --out "$out" \
-  --wasm "$registry/hello:wasm" --native "$registry/hello:native" --runs "$runs" --requests "$requests" \
+  --wasm "$registry/hello:artifact" --wasm-files "$registry/hello:files" \
+  --native "$registry/hello:native" --runs "$runs" --requests "$requests" \
+  --running "$running" \
   "${spin_flag[@]}"
 {
   echo
   echo "Versions: $("$shim" -v | tr -s ' \n' ' '); $(containerd --version); $(runc --version | head -1);"
-  echo "$(docker-registry --version); pushed as $pushed_as;"
+  echo "$(docker-registry --version)."
   [ -n "$spin_shim" ] && echo "SpinKube's shim: $("$spin_shim" --version 2>&1 | tr -s ' \n' ' ')."
 } >>"$out/node.md"
 echo "node figures: $out/node.md"
@@ -187,5 +195,5 @@ if [ ${#load_args[@]} -gt 0 ]; then
   target/release/spinbench load --url "http://127.0.0.1:$port" --results-dir "$results" \
     --host-version "shim=$("$shim" -v | tr -s ' \n' ' ')" \
     --host-version "containerd=$(containerd --version)" \
-    --host-version "pushed as=$pushed_as" "${load_args[@]}"
+    --host-version "pushed as=Spin's OCI artifact (spinbench registry push)" "${load_args[@]}"
 fi

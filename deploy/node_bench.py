@@ -6,16 +6,19 @@ containerd on this machine, each measured the same way:
 - `ctr run` to the first `200` of GET /hello, image already pulled: RUNS starts, each a
   new container, killed and deleted before the next; the first start of an image on the
   node is reported apart (a shim compiles or precompiles there), the median of the rest;
-- PSS of a running container after a warm-up: its task's processes, and with its shim's
-  (runwasi's shim, its zygote; runc's `containerd-shim-runc-v2`), from smaps_rollup;
-- server CPU per request: the container's cgroup CPU time over REQUESTS requests to
-  /hello (oha, 10 connections, bounded in count and time) divided by the answered ones,
-  and its shim's own CPU over the same load;
+- PSS per running container: RUNNING containers at once, each warmed, summed once idle
+  and divided by their number (pages they share are shared, as on a node running many):
+  their tasks' processes, and with their shims' (runwasi's shim and its zygote; runc's
+  `containerd-shim-runc-v2`), from smaps_rollup;
+- server CPU per request: the first container's cgroup CPU time over REQUESTS requests
+  to /hello (oha, 10 connections, bounded in count and time) divided by the answered
+  ones, and its shim's own CPU over the same load;
 - SIGTERM to exit, and what the container left once deleted (processes, mounts, cgroups).
 
 Writes node.json and node.md to OUT. Usage:
-  node_bench.py --address SOCK --namespace NS --work DIR --out DIR
-                --wasm IMAGE --native IMAGE [--spin-shim] [--runs N] [--requests N]
+  node_bench.py --address SOCK --namespace NS --work DIR --out DIR --wasm ARTIFACT
+                --wasm-files IMAGE --native IMAGE [--spin-shim] [--runs N] [--requests N]
+                [--running N]
 Standard library only, plus `ctr` and `oha` on PATH; as root.
 """
 
@@ -37,8 +40,12 @@ def runtimes(args):
     """What is compared: one row per runtime, each how `ctr run` starts its container."""
     wasm = ["--platform", "wasi/wasm", "--mount", CGROUP_MOUNT]
     table = [
-        {"name": "spinbench", "label": "wasm, io.containerd.spinbench.v1",
+        {"name": "spinbench", "label": "wasm (Spin's OCI artifact), io.containerd.spinbench.v1",
          "runtime": "io.containerd.spinbench.v1", "image": args.wasm, "flags": wasm,
+         "command": lambda addr: ["/"], "env": lambda addr: [f"SPIN_HTTP_LISTEN_ADDR={addr}"]},
+        {"name": "spinbench-files", "label": "wasm (image with files: compiled at every start), "
+         "io.containerd.spinbench.v1",
+         "runtime": "io.containerd.spinbench.v1", "image": args.wasm_files, "flags": wasm,
          "command": lambda addr: ["/"], "env": lambda addr: [f"SPIN_HTTP_LISTEN_ADDR={addr}"]},
         {"name": "spin", "label": "wasm, io.containerd.spin.v2 (SpinKube's shim)",
          "runtime": "io.containerd.spin.v2", "image": args.wasm, "flags": wasm,
@@ -236,65 +243,78 @@ def load(url: str, requests: int) -> dict:
     return {"ok": int(codes.get("200", 0)), "other": sum(int(v) for k, v in codes.items() if k != "200")}
 
 
-def measure(node: Node, row, runs: int, requests: int) -> dict:
-    starts, logs = [], []
+def start_serving(node: Node, row, cid: str):
+    """Starts container `cid`; its `ctr run`, address and milliseconds to the first 200."""
+    addr = free_addr()
+    t0 = time.monotonic()
+    run = node.start(row, cid, addr)
+    t1 = first_200(f"http://{addr}/hello", run, 180)
+    if t1 is None:
+        node.stop(cid, run, "SIGKILL")
+        log = read(node.work / f"{cid}.log")
+        sys.exit(f"{row['name']}: no 200 from /hello after `ctr run`:\n{log[-3000:]}")
+    return run, addr, (t1 - t0) * 1e3
+
+
+def measure(node: Node, row, runs: int, requests: int, running: int) -> dict:
+    starts, left = [], []
     for i in range(runs):
+        cid = f"{row['name']}-start-{i}"
+        run, _, ms = start_serving(node, row, cid)
+        starts.append(ms)
+        node.stop(cid, run, "SIGKILL")
+        left += node.leftovers(cid)
+    # `running` containers at once, each warmed, then all settled: PSS per container;
+    # the first one loaded: CPU per request.
+    containers = []
+    for i in range(running):
         cid = f"{row['name']}-{i}"
-        addr = free_addr()
-        t0 = time.monotonic()
-        run = node.start(row, cid, addr)
-        t1 = first_200(f"http://{addr}/hello", run, 180)
-        if t1 is None:
-            node.stop(cid, run, "SIGKILL")
-            log = read(node.work / f"{cid}.log")
-            sys.exit(f"{row['name']}: no 200 from /hello after `ctr run`:\n{log[-3000:]}")
-        starts.append((t1 - t0) * 1e3)
-        last = i == runs - 1
-        if not last:
-            node.stop(cid, run, "SIGKILL")
-            logs.append((cid, node.leftovers(cid)))
-            continue
-        # The last one stays up: warmed, settled, then measured running and under load.
+        run, addr, _ = start_serving(node, row, cid)
         load(f"http://{addr}/hello", 1000)
-        pid = node.task_pid(cid)
+        containers.append((cid, run, addr, node.task_pid(cid)))
+    for _, _, _, pid in containers:
         settle(pid)
-        tree = descendants({pid})
-        shims = shim_pids(node, cid) - tree
-        pss_container, pss_all = pss_kib(tree), pss_kib(tree | shims)
-        cpu0, shim0 = cgroup_cpu_s(pid), cpu_s(shims)
-        answered = load(f"http://{addr}/hello", requests)
-        cpu1, shim1 = cgroup_cpu_s(pid), cpu_s(shims)
-        stop_ms = node.stop(cid, run)
-        logs.append((cid, node.leftovers(cid)))
+    trees = [descendants({pid}) for _, _, _, pid in containers]
+    shims = [shim_pids(node, cid) - tree for (cid, _, _, _), tree in zip(containers, trees)]
+    pss_containers = pss_kib(set().union(*trees))
+    pss_all = pss_kib(set().union(*trees, *shims))
+    cid, run, addr, pid = containers[0]
+    cpu0, shim0 = cgroup_cpu_s(pid), cpu_s(shims[0])
+    answered = load(f"http://{addr}/hello", requests)
+    cpu1, shim1 = cgroup_cpu_s(pid), cpu_s(shims[0])
+    stop_ms = [node.stop(cid, run) for cid, run, _, _ in containers]
+    for cid, _, _, _ in containers:
+        left += node.leftovers(cid)
     first, rest = starts[0], starts[1:] or starts
     return {
         "label": row["label"],
         "start_ms": [round(s, 1) for s in starts],
         "first_start_ms": round(first, 1),
         "start_median_ms": round(statistics.median(rest), 1),
-        "pss_kib": round(pss_container),
-        "pss_with_shim_kib": round(pss_all),
-        "processes": len(tree), "shim_processes": len(shims),
+        "running": running,
+        "pss_kib": round(pss_containers / running),
+        "pss_with_shim_kib": round(pss_all / running),
+        "processes": len(trees[0]), "shim_processes": len(shims[0]),
         "cpu_us_per_request": round((cpu1 - cpu0) / max(answered["ok"], 1) * 1e6, 2),
         "shim_cpu_us_per_request": round((shim1 - shim0) / max(answered["ok"], 1) * 1e6, 2),
         "requests": answered["ok"], "errors": answered["other"],
-        "sigterm_to_exit_ms": round(stop_ms, 1),
-        "left_behind": [item for _, left in logs for item in left],
+        "sigterm_to_exit_ms": round(statistics.median(stop_ms), 1),
+        "left_behind": left,
     }
 
 
 ROWS = [
     ("`ctr run` to the first `200`, first start of the image (ms)", "first_start_ms"),
     ("`ctr run` to the first `200`, median of the later starts (ms)", "start_median_ms"),
-    ("PSS of the running container (KiB)", "pss_kib"),
-    ("PSS with its shim's processes (KiB)", "pss_with_shim_kib"),
+    ("PSS per running container (KiB)", "pss_kib"),
+    ("PSS per running container with its shim's processes (KiB)", "pss_with_shim_kib"),
     ("server CPU per request, the container's cgroup (µs)", "cpu_us_per_request"),
     ("its shim's CPU per request (µs)", "shim_cpu_us_per_request"),
-    ("SIGTERM to exit (ms)", "sigterm_to_exit_ms"),
+    ("SIGTERM to exit, median (ms)", "sigterm_to_exit_ms"),
 ]
 
 
-def markdown(results: dict, runs: int, requests: int) -> str:
+def markdown(results: dict, runs: int, requests: int, running: int) -> str:
     names = list(results)
     head = "| figure | " + " | ".join(names) + " | spinbench/native |"
     lines = ["# hello on one node: wasm and native containers (deploy/local-node.sh)", "",
@@ -308,8 +328,11 @@ def markdown(results: dict, runs: int, requests: int) -> str:
         ratio = (f"{wasm[key] / native[key]:.2f}×" if key in wasm and key in native
                  and native[key] else "")
         lines.append(f"| {title} | " + " | ".join(cells) + f" | {ratio} |")
-    lines += ["", f"{runs} starts per runtime (a new container each, image pulled), then the last",
-              f"one warmed with 1,000 requests and loaded with {requests:,} (oha, 10 connections).", ""]
+    lines += ["", f"Per runtime: {runs} starts, each a new container (image pulled) killed and deleted",
+              f"before the next; then {running} containers running at once, each warmed with 1,000",
+              "requests, their PSS summed over them once idle and divided by their number (what one",
+              "more container costs a node, shared pages shared), and the first one loaded with",
+              f"{requests:,} requests (oha, 10 connections) for its CPU.", ""]
     for name, r in results.items():
         lines.append(f"- **{name}**: {r.get('label', '')}: "
                      + (f"skipped: {r['skipped']}" if "skipped" in r else
@@ -321,11 +344,13 @@ def markdown(results: dict, runs: int, requests: int) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for flag in ("--address", "--namespace", "--work", "--out", "--wasm", "--native"):
+    for flag in ("--address", "--namespace", "--work", "--out", "--wasm", "--wasm-files",
+                 "--native"):
         p.add_argument(flag, required=True)
     p.add_argument("--spin-shim", action="store_true")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--requests", type=int, default=20000)
+    p.add_argument("--running", type=int, default=4)
     args = p.parse_args()
     node = Node(args)
     results = {}
@@ -334,11 +359,11 @@ def main() -> None:
             results[row["name"]] = {"label": row["label"], "skipped": row["skipped"]}
             continue
         print(f"measuring {row['name']} ({args.runs} starts, {args.requests} requests)", flush=True)
-        results[row["name"]] = measure(node, row, args.runs, args.requests)
+        results[row["name"]] = measure(node, row, args.runs, args.requests, args.running)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "node.json").write_text(json.dumps(results, indent=2) + "\n")
-    md = markdown(results, args.runs, args.requests)
+    md = markdown(results, args.runs, args.requests, args.running)
     (out / "node.md").write_text(md)
     print(md)
     if any(r.get("left_behind") for r in results.values()):

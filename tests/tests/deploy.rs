@@ -347,6 +347,77 @@ fn app_dir(node: &Node, name: &str, trigger: &str, wasm: &[u8]) -> PathBuf {
     dir.join("spin.toml")
 }
 
+#[test]
+fn local_node_sh_measures_hello_as_wasm_and_native_containers_and_leaves_nothing() {
+    if !node_can_run("deploy/local-node.sh") {
+        return;
+    }
+    let results = results_dir("node");
+    // Few starts and requests: this checks the path, not the figures.
+    let output = Command::new(workspace_root().join("deploy/local-node.sh"))
+        .args(["--runs", "2", "--running", "2", "--requests", "500"])
+        .arg("--results-dir")
+        .arg(&results)
+        .output()
+        .expect("deploy/local-node.sh runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let dir = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("node figures: "))
+        .map(|md| workspace_root().join(md).parent().unwrap().to_path_buf())
+        .unwrap_or_else(|| panic!("no `node figures:` line in:\n{stdout}"));
+    let node: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("node.json")).unwrap()).unwrap();
+    for runtime in ["spinbench", "spinbench-files", "native"] {
+        let r = &node[runtime];
+        assert_eq!(
+            r["start_ms"].as_array().map(Vec::len),
+            Some(2),
+            "{runtime}: {r}"
+        );
+        for key in ["pss_kib", "pss_with_shim_kib", "cpu_us_per_request"] {
+            assert!(
+                r[key].as_f64().is_some_and(|v| v > 0.0),
+                "{runtime}.{key}: {r}"
+            );
+        }
+        assert_eq!(r["requests"], 500, "{runtime}: {r}");
+        assert_eq!(r["errors"], 0, "{runtime}: {r}");
+        assert_eq!(r["left_behind"], serde_json::json!([]), "{runtime}: {r}");
+    }
+    if on_path("containerd-shim-spin-v2").is_none() {
+        let skipped = node["spin"]["skipped"].as_str().unwrap_or_default();
+        assert!(skipped.contains("not on PATH"), "{}", node["spin"]);
+    }
+    let md = std::fs::read_to_string(dir.join("node.md")).unwrap();
+    assert!(md.contains("| `ctr run` to the first `200`"), "{md}");
+    // Every process of the run was stopped by the script.
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("/tmp/spinbench-node."))
+        .collect();
+    assert!(left.is_empty(), "processes outlived the script: {left:?}");
+}
+
+#[test]
+fn local_node_sh_names_what_is_missing_and_starts_nothing() {
+    let output = Command::new(workspace_root().join("deploy/local-node.sh"))
+        .args(["--manifest", "no-such-spin.toml"])
+        .output()
+        .expect("deploy/local-node.sh runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no-such-spin.toml: a Spin manifest v2 (--manifest)"),
+        "{stderr}"
+    );
+}
+
 fn results_dir(label: &str) -> PathBuf {
     workspace_root().join(format!(
         "target/e2e-results/deploy-{label}-{}",
