@@ -91,7 +91,7 @@ stop() {
   fi
   # A shim outlives containerd by design; ours are the processes given our socket.
   for p in /proc/[0-9]*; do
-    if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qE -- "^[^ ]*containerd-shim[^ ]* .*-address $sock( |$)"; then
+    if { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qE -- "^[^ ]*containerd-shim[^ ]* .*-address $sock( |$)"; then
       kill -9 "${p#/proc/}" 2>/dev/null
     fi
   done

@@ -3,9 +3,10 @@
 container under a containerd shim and as a native container under runc, started by one
 containerd on this machine, each measured the same way:
 
-- `ctr run` to the first `200` of GET /hello, image already pulled: RUNS starts, each a
-  new container, killed and deleted before the next; the first start of an image on the
-  node is reported apart (a shim compiles or precompiles there), the median of the rest;
+- `ctr run` to the first `200` of GET /hello, image already pulled: RUNS rounds, each one
+  start of every runtime in turn (a new container, killed and deleted before the next);
+  the first start of an image on the node is reported apart (a shim compiles or
+  precompiles there), the median of the rest;
 - PSS per running container: RUNNING containers at once, each warmed, summed once idle
   and divided by their number (pages they share are shared, as on a node running many):
   their tasks' processes, and with their shims' (runwasi's shim and its zygote; runc's
@@ -226,6 +227,18 @@ def settle(pid: int) -> None:
             return
 
 
+def cgroup_memory_kib(pid: int) -> float:
+    """Memory charged to the cgroup `pid` is in (what a memory limit holds it to):
+    memory.usage_in_bytes (v1) or memory.current (v2)."""
+    for line in read(f"/proc/{pid}/cgroup").splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return int(read(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes")) / 1024
+        if controllers == "":
+            return int(read(f"/sys/fs/cgroup{path}/memory.current")) / 1024
+    sys.exit(f"no memory accounting found for the cgroup of {pid}")
+
+
 def shim_pids(node: Node, cid: str) -> set:
     return {pid for pid, argv in processes().items()
             if pair_in(argv, "-id", cid) and pair_in(argv, "-namespace", node.namespace)}
@@ -256,14 +269,23 @@ def start_serving(node: Node, row, cid: str):
     return run, addr, (t1 - t0) * 1e3
 
 
-def measure(node: Node, row, runs: int, requests: int, running: int) -> dict:
-    starts, left = [], []
+def start_rounds(node: Node, rows, runs: int) -> dict:
+    """`runs` rounds, each one start of every runtime in turn (so that a change in the
+    machine's load falls on all of them alike): each runtime's milliseconds, and what
+    its containers left behind."""
+    starts = {row["name"]: ([], []) for row in rows}
     for i in range(runs):
-        cid = f"{row['name']}-start-{i}"
-        run, _, ms = start_serving(node, row, cid)
-        starts.append(ms)
-        node.stop(cid, run, "SIGKILL")
-        left += node.leftovers(cid)
+        for row in rows:
+            cid = f"{row['name']}-start-{i}"
+            run, _, ms = start_serving(node, row, cid)
+            node.stop(cid, run, "SIGKILL")
+            starts[row["name"]][0].append(ms)
+            starts[row["name"]][1].extend(node.leftovers(cid))
+    return starts
+
+
+def measure(node: Node, row, starts, requests: int, running: int) -> dict:
+    starts, left = starts
     # `running` containers at once, each warmed, then all settled: PSS per container;
     # the first one loaded: CPU per request.
     containers = []
@@ -278,6 +300,7 @@ def measure(node: Node, row, runs: int, requests: int, running: int) -> dict:
     shims = [shim_pids(node, cid) - tree for (cid, _, _, _), tree in zip(containers, trees)]
     pss_containers = pss_kib(set().union(*trees))
     pss_all = pss_kib(set().union(*trees, *shims))
+    charged = sum(cgroup_memory_kib(pid) for _, _, _, pid in containers)
     cid, run, addr, pid = containers[0]
     cpu0, shim0 = cgroup_cpu_s(pid), cpu_s(shims[0])
     answered = load(f"http://{addr}/hello", requests)
@@ -294,6 +317,7 @@ def measure(node: Node, row, runs: int, requests: int, running: int) -> dict:
         "running": running,
         "pss_kib": round(pss_containers / running),
         "pss_with_shim_kib": round(pss_all / running),
+        "cgroup_memory_kib": round(charged / running),
         "processes": len(trees[0]), "shim_processes": len(shims[0]),
         "cpu_us_per_request": round((cpu1 - cpu0) / max(answered["ok"], 1) * 1e6, 2),
         "shim_cpu_us_per_request": round((shim1 - shim0) / max(answered["ok"], 1) * 1e6, 2),
@@ -308,6 +332,7 @@ ROWS = [
     ("`ctr run` to the first `200`, median of the later starts (ms)", "start_median_ms"),
     ("PSS per running container (KiB)", "pss_kib"),
     ("PSS per running container with its shim's processes (KiB)", "pss_with_shim_kib"),
+    ("memory charged to the container's cgroup, per container (KiB)", "cgroup_memory_kib"),
     ("server CPU per request, the container's cgroup (µs)", "cpu_us_per_request"),
     ("its shim's CPU per request (µs)", "shim_cpu_us_per_request"),
     ("SIGTERM to exit, median (ms)", "sigterm_to_exit_ms"),
@@ -328,8 +353,9 @@ def markdown(results: dict, runs: int, requests: int, running: int) -> str:
         ratio = (f"{wasm[key] / native[key]:.2f}×" if key in wasm and key in native
                  and native[key] else "")
         lines.append(f"| {title} | " + " | ".join(cells) + f" | {ratio} |")
-    lines += ["", f"Per runtime: {runs} starts, each a new container (image pulled) killed and deleted",
-              f"before the next; then {running} containers running at once, each warmed with 1,000",
+    lines += ["", f"{runs} rounds of starts, each round one start of every runtime in turn, each a new",
+              "container (image pulled) killed and deleted before the next; then, per runtime,",
+              f"{running} containers running at once, each warmed with 1,000",
               "requests, their PSS summed over them once idle and divided by their number (what one",
               "more container costs a node, shared pages shared), and the first one loaded with",
               f"{requests:,} requests (oha, 10 connections) for its CPU.", ""]
@@ -354,12 +380,17 @@ def main() -> None:
     args = p.parse_args()
     node = Node(args)
     results = {}
+    rows = [row for row in runtimes(args) if not row.get("skipped")]
+    print(f"starting {', '.join(r['name'] for r in rows)} in turn, {args.runs} rounds", flush=True)
+    starts = start_rounds(node, rows, args.runs)
     for row in runtimes(args):
         if row.get("skipped"):
             results[row["name"]] = {"label": row["label"], "skipped": row["skipped"]}
             continue
-        print(f"measuring {row['name']} ({args.runs} starts, {args.requests} requests)", flush=True)
-        results[row["name"]] = measure(node, row, args.runs, args.requests, args.running)
+        print(f"measuring {row['name']} running ({args.running} containers, "
+              f"{args.requests} requests)", flush=True)
+        results[row["name"]] = measure(node, row, starts[row["name"]], args.requests,
+                                       args.running)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "node.json").write_text(json.dumps(results, indent=2) + "\n")
