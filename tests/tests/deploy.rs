@@ -363,11 +363,11 @@ fn local_node_sh_measures_hello_as_wasm_and_native_containers_and_leaves_nothing
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    let dir = stdout
+    let md = stdout
         .lines()
         .find_map(|l| l.strip_prefix("node figures: "))
-        .map(|md| workspace_root().join(md).parent().unwrap().to_path_buf())
         .unwrap_or_else(|| panic!("no `node figures:` line in:\n{stdout}"));
+    let dir = workspace_root().join(md).parent().unwrap().to_path_buf();
     let node: Value =
         serde_json::from_slice(&std::fs::read(dir.join("node.json")).unwrap()).unwrap();
     for runtime in ["spinbench", "spinbench-files", "native"] {
