@@ -217,6 +217,33 @@ fn an_artifact_is_precompiled_once_and_its_containers_compile_nothing() {
     }
 }
 
+#[test]
+fn the_wasip3_flavour_runs_in_a_container() {
+    if !node_can_run("the WASIp3 flavour") {
+        return;
+    }
+    for wasm in ["hello_p3", "echo_p3"] {
+        artifact(&format!("p3/wasm32-wasip2/release/{wasm}.wasm"));
+    }
+    let node = Node::start();
+    let manifest = workspace_root().join("spin-p3.toml");
+    let image = node.push_artifact_and_pull(&manifest, "spinbench:p3");
+    let container = node.run("p3", &image, &[]);
+    let runner = Server::runner_with(&manifest, &[]);
+    for case in cases().iter().filter(|c| c.on_own_route()) {
+        let from_container = case.send_to(&container.url(""));
+        assert_eq!(
+            from_container,
+            case.send_to(&runner.url("")),
+            "{}",
+            case.describe()
+        );
+    }
+    let log = container.log();
+    assert!(log.contains("hello: loaded from cache"), "{log}");
+    assert!(log.contains("WASIp3, instances reused"), "{log}");
+}
+
 /// A one-component app, `hello`, in the node's scratch space.
 fn hello_app(node: &Node) -> PathBuf {
     let wasm = artifact("wasm32-wasip2/release/hello.wasm");
