@@ -165,43 +165,40 @@ impl Node {
     /// `args`, named `repository:tag` in this node's registry, and pulls it into
     /// containerd (`wasi/wasm` images by that platform); returns its reference.
     pub fn push_and_pull(&self, script: &str, args: &[&Path], name: &str, wasm: bool) -> String {
-        let output = Command::new("python3")
-            .arg(workspace_root().join("deploy").join(script))
+        let mut push = Command::new("python3");
+        push.arg(workspace_root().join("deploy").join(script))
             .args(args)
             .arg(self.registry.host())
             .arg(name)
             .env(
                 "REGISTRY_AUTH",
                 format!("{}:{}", registry::USER, registry::PASSWORD),
-            )
-            .output()
-            .expect("python3 runs");
-        assert!(
-            output.status.success(),
-            "{script} {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        self.pull(name, wasm)
+            );
+        self.push_then_pull(&mut push, name, wasm)
     }
 
     /// Pushes the app of `manifest` as Spin's OCI artifact (`spinbench registry
     /// push`), named `repository:tag`, and pulls it; returns its reference.
     pub fn push_artifact_and_pull(&self, manifest: &Path, name: &str) -> String {
         let docker = self.registry.docker_config(&self.scratch("docker"));
-        let output = Command::new(artifact("release/spinbench"))
-            .args(["registry", "push", "--insecure", "-f"])
+        let mut push = Command::new(artifact("release/spinbench"));
+        push.args(["registry", "push", "--insecure", "-f"])
             .arg(manifest)
             .arg(self.registry.reference(name))
             .env("DOCKER_CONFIG", docker)
-            .env("XDG_CONFIG_HOME", self.scratch("config"))
-            .output()
-            .expect("spinbench runs");
+            .env("XDG_CONFIG_HOME", self.scratch("config"));
+        self.push_then_pull(&mut push, name, true)
+    }
+
+    /// Runs `push`, which pushes `repository:tag`, then pulls it.
+    fn push_then_pull(&self, push: &mut Command, name: &str, wasm: bool) -> String {
+        let output = push.output().unwrap_or_else(|e| panic!("{push:?}: {e}"));
         assert!(
             output.status.success(),
-            "spinbench registry push: {}",
+            "{push:?}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        self.pull(name, true)
+        self.pull(name, wasm)
     }
 
     /// `ctr image pull` of `repository:tag` from the registry (`wasi/wasm` images
