@@ -2,12 +2,13 @@
 """Push a Spin app to an OCI registry as a plain image whose one layer holds the
 manifest and every file it names, at the paths it names them.
 
-This is the form the Spin containerd shim runs when an image has no Spin or Wasm
+This is the form a Spin containerd shim runs when an image has no Spin or Wasm
 layers: it reads /spin.toml from the container's root filesystem
 (spinframework/containerd-shim-spin v0.24.0, containerd-shim-spin/src/source.rs,
 `Source::File`; the repository's images/*/Dockerfile build such images `FROM
-scratch` for `--platform=wasi/wasm`). `spin registry push` writes another form (the
-Spin OCI artifact); deploy/local-node.sh uses that one when `spin` is on PATH.
+scratch` for `--platform=wasi/wasm`), and so does spinbench's shim. The other form,
+Spin's OCI artifact, is what `spinbench registry push` and `spin registry push`
+write; deploy/local-node.sh measures both.
 
 Usage: files_image.py MANIFEST REGISTRY_HOST:PORT REPOSITORY:TAG
 Only plain HTTP to a registry on loopback: this is for the local node. A registry that
