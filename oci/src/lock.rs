@@ -69,9 +69,9 @@ pub fn lock(path: &Path, cache_dir: Option<&Path>) -> Result<Locked> {
             .iter()
             .map(|(name, v)| {
                 let variable = Variable {
-                    description: v._description.clone(),
+                    description: v.description.clone(),
                     default: v.default.clone(),
-                    secret: v._secret,
+                    secret: v.secret,
                 };
                 (name.clone(), variable)
             })
@@ -95,9 +95,9 @@ fn app_metadata(manifest: &Manifest, triggers: &[LockedTrigger]) -> Map<String, 
     };
     string("name", application.name());
     string("version", application.version().unwrap_or_default());
-    string("description", &application._description);
-    if !application._authors.is_empty() {
-        metadata.insert("authors".into(), json!(application._authors));
+    string("description", &application.description);
+    if !application.authors.is_empty() {
+        metadata.insert("authors".into(), json!(application.authors));
     }
     let settings: Map<String, Value> = application
         .trigger
@@ -284,8 +284,8 @@ fn build_json(build: &Build) -> Value {
     if let Some(workdir) = &build.workdir {
         table.insert("workdir".into(), json!(workdir));
     }
-    if !build._watch.is_empty() {
-        table.insert("watch".into(), json!(build._watch));
+    if !build.watch.is_empty() {
+        table.insert("watch".into(), json!(build.watch));
     }
     Value::Object(table)
 }
