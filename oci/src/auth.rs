@@ -155,8 +155,9 @@ mod tests {
         let read = AuthFile::load(&path).unwrap();
         assert_eq!(read.get("r.io"), Some(("me".into(), "pa:ss".into())));
         assert_eq!(read.get("other.io"), None);
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&path).unwrap().permissions(),
+        );
         assert_eq!(mode & 0o077, 0, "{mode:o}");
     }
 }

@@ -113,7 +113,7 @@ impl Registry {
                 Some(artifact.manifest.clone()),
             )
             .await
-            .map_err(|e| self.describe(e, "pushing"))?;
+            .map_err(|e| self.describe(&e, "pushing"))?;
         let digest = response
             .manifest_url
             .rsplit('/')
@@ -140,7 +140,7 @@ impl Registry {
             .client
             .pull_manifest_raw(&self.reference, &self.auth, MANIFEST_TYPES)
             .await
-            .map_err(|e| self.describe(e, "pulling the manifest of"))?;
+            .map_err(|e| self.describe(&e, "pulling the manifest of"))?;
         let digest = Digest::of(&bytes);
         if let Some(pinned) = self.reference.digest()
             && Digest::parse(pinned)? != digest
@@ -205,7 +205,7 @@ impl Registry {
         self.client
             .pull_blob(&self.reference, layer, &mut bytes)
             .await
-            .map_err(|e| self.describe(e, &format!("pulling layer {digest} of")))?;
+            .map_err(|e| self.describe(&e, &format!("pulling layer {digest} of")))?;
         store
             .write(digest, &bytes)
             .with_context(|| format!("{}: layer {digest}", self.reference))?;
@@ -228,14 +228,14 @@ impl Registry {
                 oci_client::RegistryOperation::Pull,
             )
             .await
-            .map_err(|e| self.describe(e, "logging in to"))?;
+            .map_err(|e| self.describe(&e, "logging in to"))?;
         match self
             .client
             .catalog(&self.reference, &self.auth, Some(1), None)
             .await
         {
             Err(error @ OciDistributionError::UnauthorizedError { .. }) => {
-                Err(self.describe(error, "logging in to"))
+                Err(self.describe(&error, "logging in to"))
             }
             // A registry without a catalog (or that hides it) said nothing against them.
             _ => Ok(()),
@@ -243,7 +243,7 @@ impl Registry {
     }
 
     /// One line for what went wrong while `doing` something with the reference.
-    fn describe(&self, error: OciDistributionError, doing: &str) -> anyhow::Error {
+    fn describe(&self, error: &OciDistributionError, doing: &str) -> anyhow::Error {
         let registry = self.reference.resolve_registry();
         let reference = &self.reference;
         let credentials = || match self.auth {
@@ -253,7 +253,7 @@ impl Registry {
             ),
             _ => format!("the credentials from {} were refused", self.auth_source),
         };
-        match &error {
+        match error {
             OciDistributionError::UnauthorizedError { .. }
             | OciDistributionError::AuthenticationFailure(_) => {
                 anyhow!("{doing} {reference}: 401 Unauthorized: {}", credentials())

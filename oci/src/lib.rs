@@ -100,7 +100,7 @@ pub fn is_probably_reference(text: &str) -> bool {
     if reference.tag() != Some("latest") || text.ends_with(":latest") {
         return true;
     }
-    !(reference.registry().contains("docker") && !text.contains("docker"))
+    !reference.registry().contains("docker") || text.contains("docker")
 }
 
 #[cfg(test)]

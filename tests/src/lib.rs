@@ -336,19 +336,38 @@ pub fn run_to_exit(
     args: &[String],
     limit: Duration,
 ) -> Option<(ExitStatus, String)> {
+    let mut command = Command::new(program);
+    command.args(args);
+    run_command_to_exit(command, None, limit)
+}
+
+/// Runs `command` (its stdin `input`, else closed) until it exits, at most
+/// `limit`; returns its exit status and its stdout and stderr, or `None`
+/// (after killing it) if it was still running.
+pub fn run_command_to_exit(
+    mut command: Command,
+    input: Option<&[u8]>,
+    limit: Duration,
+) -> Option<(ExitStatus, String)> {
     let output = std::env::temp_dir().join(format!(
         "e2e-run-{}-{}",
         std::process::id(),
         free_loopback_addr().port()
     ));
     let file = File::create(&output).expect("output file");
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
+    let mut child = command
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(file.try_clone().expect("output file"))
         .stderr(file)
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        let _ = std::io::Write::write_all(&mut stdin, input);
+    }
     let start = Instant::now();
     let status = loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -511,10 +530,19 @@ pub fn compare_into(results: &Path, args: &[&str]) -> (Value, PathBuf) {
 
 /// `sha256:<hex>` of `bytes`, as OCI and Spin name content.
 pub fn sha256_digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// The SHA-256 of `bytes`, in hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    let hash = sha2::Sha256::digest(bytes);
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    use std::fmt::Write as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
 }
 
 /// A scratch folder under target/, removed when dropped.

@@ -8,11 +8,11 @@
 
 use e2e::contract::{Natives, cases, meets_contract};
 use e2e::registry::{PASSWORD, Registry, USER};
-use e2e::{Scratch, Server, artifact, functions, workspace_root};
+use e2e::{Scratch, Server, artifact, functions, run_command_to_exit, workspace_root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Where spinbench looks for credentials: `docker` (a Docker config folder)
 /// or none, and an empty config home (no login file) unless given.
@@ -52,37 +52,10 @@ fn spinbench(env: &Env, args: &[&str], stdin: Option<&str>) -> (bool, String) {
     let mut command = Command::new(artifact("release/spinbench"));
     command.args(args);
     env.apply(&mut command);
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spinbench starts");
-    if let Some(input) = stdin {
-        use std::io::Write as _;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    drop(child.stdin.take());
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_mins(2) {
-        if child.try_wait().unwrap().is_some() {
-            let output = child.wait_with_output().unwrap();
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            return (output.status.success(), text);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    panic!("spinbench {args:?} ran over two minutes");
+    let (status, output) =
+        run_command_to_exit(command, stdin.map(str::as_bytes), Duration::from_mins(2))
+            .unwrap_or_else(|| panic!("spinbench {args:?} ran over two minutes"));
+    (status.success(), output)
 }
 
 /// Pushes `manifest` to `reference`, panicking on failure; returns the output.
@@ -103,21 +76,38 @@ fn push(env: &Env, manifest: &Path, reference: &str) -> String {
     output
 }
 
-/// A one-component app (`hello`) in `dir`, small to push and pull.
-fn hello_app(dir: &Path) -> PathBuf {
-    let wasm = artifact("wasm32-wasip2/release/hello.wasm");
+/// A one-component app (`hello`) in `dir` (created), small to push and pull:
+/// hello.wasm with a custom section naming `label`, so that its layer is its
+/// own (the registry keeps one copy of a blob for every repository, and some
+/// tests change the copy).
+fn hello_app(dir: &Path, label: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut wasm = std::fs::read(artifact("wasm32-wasip2/release/hello.wasm")).unwrap();
+    let name = b"spinbench-test";
+    let size = 1 + name.len() + label.len();
+    assert!(size < 128, "a one-byte section size");
+    wasm.extend([
+        0,
+        u8::try_from(size).unwrap(),
+        u8::try_from(name.len()).unwrap(),
+    ]);
+    wasm.extend(name);
+    wasm.extend(label.as_bytes());
+    std::fs::write(dir.join("hello.wasm"), wasm).unwrap();
     let manifest = dir.join("spin.toml");
     std::fs::write(
         &manifest,
-        format!(
-            "spin_manifest_version = 2\n[application]\nname = \"hello\"\n\
-             [[trigger.http]]\nroute = \"/hello\"\ncomponent = \"hello\"\n\
-             [component.hello]\nsource = {:?}\n",
-            wasm.display()
-        ),
+        "spin_manifest_version = 2\n[application]\nname = \"hello\"\n\
+         [[trigger.http]]\nroute = \"/hello\"\ncomponent = \"hello\"\n\
+         [component.hello]\nsource = \"hello.wasm\"\n",
     )
     .unwrap();
     manifest
+}
+
+/// The digest of the wasm of the app `hello_app` wrote at `manifest`.
+fn hello_digest(manifest: &Path) -> String {
+    e2e::sha256_digest(&std::fs::read(manifest.with_file_name("hello.wasm")).unwrap())
 }
 
 /// `serve -f reference` with a cache of its own, in the environment's credentials.
@@ -147,19 +137,11 @@ fn registry_json(registry: &Registry, path: &str) -> (Value, Vec<u8>) {
     (serde_json::from_slice(&body).unwrap(), body)
 }
 
-#[test]
-fn the_function_set_is_pushed_pulled_into_an_empty_cache_and_served_by_reference() {
-    let Some(registry) = Registry::shared() else {
-        return;
-    };
-    let scratch = Scratch::new("function-set");
-    let env = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
-    let reference = registry.reference("spinbench:0.1.0");
-    let pushed = push(&env, &workspace_root().join("spin.toml"), &reference);
-    assert!(pushed.contains("with digest sha256:"), "{pushed}");
-
-    // What was pushed is Spin 4.0.2's artifact.
-    let (manifest, _) = registry_json(registry, "/v2/spinbench/manifests/0.1.0");
+/// What was pushed to `repository:tag` is Spin 4.0.2's artifact of the
+/// function set: an OCI image config labelled with the locked app's layer,
+/// one wasm layer per function, the locked app last, Spin's annotations.
+fn assert_spins_artifact(registry: &Registry, repository: &str, tag: &str) {
+    let (manifest, _) = registry_json(registry, &format!("/v2/{repository}/manifests/{tag}"));
     assert_eq!(manifest["schemaVersion"], 2);
     assert_eq!(
         manifest["config"]["mediaType"],
@@ -231,6 +213,20 @@ fn the_function_set_is_pushed_pulled_into_an_empty_cache_and_served_by_reference
             "{f}: {routes:?}"
         );
     }
+}
+
+#[test]
+fn the_function_set_is_pushed_pulled_into_an_empty_cache_and_served_by_reference() {
+    let Some(registry) = Registry::shared() else {
+        return;
+    };
+    let scratch = Scratch::new("function-set");
+    let env = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
+    let reference = registry.reference("spinbench:0.1.0");
+    let pushed = push(&env, &workspace_root().join("spin.toml"), &reference);
+    assert!(pushed.contains("with digest sha256:"), "{pushed}");
+
+    assert_spins_artifact(registry, "spinbench", "0.1.0");
 
     // Pulled into an empty cache and served: every function's contract.
     let cache = scratch.path("cache");
@@ -311,9 +307,7 @@ fn bad_references_and_artifacts_fail_in_one_line_leaving_no_app_in_the_cache() {
         return;
     };
     let scratch = Scratch::new("refusals");
-    let app = scratch.path("app");
-    std::fs::create_dir_all(&app).unwrap();
-    let manifest = hello_app(&app);
+    let manifest = hello_app(&scratch.path("app"), "refusals");
     let env = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
     push(&env, &manifest, &registry.reference("refusals/hello:1"));
 
@@ -365,14 +359,13 @@ fn bad_references_and_artifacts_fail_in_one_line_leaving_no_app_in_the_cache() {
     );
 
     // A layer whose bytes the registry changed: its digest does not match.
-    push(&env, &manifest, &registry.reference("refusals/corrupt:1"));
-    let wasm_digest =
-        e2e::sha256_digest(&std::fs::read(artifact("wasm32-wasip2/release/hello.wasm")).unwrap());
-    let blob = registry.blob_file(&wasm_digest);
+    let corrupt = hello_app(&scratch.path("corrupt"), "corrupt");
+    push(&env, &corrupt, &registry.reference("refusals/corrupt:1"));
+    let blob = registry.blob_file(&hello_digest(&corrupt));
     let original = std::fs::read(&blob).unwrap();
-    let mut corrupt = original.clone();
-    corrupt[100] ^= 0xff;
-    std::fs::write(&blob, &corrupt).unwrap();
+    let mut changed = original.clone();
+    changed[100] ^= 0xff;
+    std::fs::write(&blob, &changed).unwrap();
     let mismatch = std::panic::catch_unwind(|| {
         refused(
             &env,
@@ -385,8 +378,10 @@ fn bad_references_and_artifacts_fail_in_one_line_leaving_no_app_in_the_cache() {
     mismatch.unwrap();
 
     // A manifest naming a layer the registry lacks (for that repository).
-    push(&env, &manifest, &registry.reference("refusals/missing:1"));
-    std::fs::remove_dir_all(registry.layer_link("refusals/missing", &wasm_digest)).unwrap();
+    let missing = hello_app(&scratch.path("missing"), "missing");
+    push(&env, &missing, &registry.reference("refusals/missing:1"));
+    std::fs::remove_dir_all(registry.layer_link("refusals/missing", &hello_digest(&missing)))
+        .unwrap();
     refused(
         &env,
         &registry.reference("refusals/missing:1"),
@@ -409,9 +404,7 @@ fn credentials_come_from_dockers_helpers_and_spinbench_login() {
         return;
     };
     let scratch = Scratch::new("credentials");
-    let app = scratch.path("app");
-    std::fs::create_dir_all(&app).unwrap();
-    let manifest = hello_app(&app);
+    let manifest = hello_app(&scratch.path("app"), "credentials");
     let with_auths = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
     let reference = registry.reference("credentials/hello:1");
     push(&with_auths, &manifest, &reference);
@@ -498,9 +491,7 @@ fn pull_writes_an_app_directory_that_serve_reads_like_any_other() {
         return;
     };
     let scratch = Scratch::new("pull-into");
-    let app = scratch.path("app");
-    std::fs::create_dir_all(&app).unwrap();
-    let manifest = hello_app(&app);
+    let manifest = hello_app(&scratch.path("app"), "pull-into");
     let env = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
     let reference = registry.reference("pulled/hello:1");
     push(&env, &manifest, &reference);

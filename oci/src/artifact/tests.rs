@@ -120,7 +120,7 @@ fn the_layers_are_each_distinct_wasm_then_large_files_then_the_locked_app() {
     // Each layer's descriptor is its data's digest and size, without annotations.
     for (layer, descriptor) in artifact.layers.iter().zip(&artifact.manifest.layers) {
         assert_eq!(descriptor.digest, digest(&layer.data));
-        assert_eq!(descriptor.size, layer.data.len() as i64);
+        assert_eq!(descriptor.size, i64::try_from(layer.data.len()).unwrap());
         assert!(descriptor.annotations.is_none());
     }
     assert_eq!(artifact.manifest.schema_version, 2);

@@ -75,8 +75,8 @@ fn a_pushed_app_comes_back_as_the_same_app() {
     assert!(!files.join("www/skip.tmp").exists());
 }
 
-fn locked(json: serde_json::Value) -> LockedApp {
-    LockedApp::from_json(&serde_json::to_vec(&json).unwrap()).unwrap()
+fn locked(json: &serde_json::Value) -> LockedApp {
+    LockedApp::from_json(&serde_json::to_vec(json).unwrap()).unwrap()
 }
 
 /// A locked app written as Spin 4.0.2 writes one for an app with a route,
@@ -103,7 +103,7 @@ fn a_locked_app_as_spin_writes_it_is_served_from_the_blobs() {
     let store = store_with(dir.path(), &[&wasm]);
     let app_dir = dir.path().join("app");
     std::fs::create_dir(&app_dir).unwrap();
-    write_app(&locked(spin_written(&wasm)), &store, &app_dir).unwrap();
+    write_app(&locked(&spin_written(&wasm)), &store, &app_dir).unwrap();
     let manifest = Manifest::load(&app_dir.join(MANIFEST_FILE)).unwrap();
     assert_eq!(manifest.http_routes()[0].route, "/hello");
     let hello = &manifest.component["hello"];
@@ -117,43 +117,29 @@ fn a_locked_app_as_spin_writes_it_is_served_from_the_blobs() {
     );
 }
 
+/// A change made to a locked app.
+type Change = fn(&mut serde_json::Value);
+
 #[test]
 fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
     let wasm = module(3, 200);
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>)> = vec![
-        (
-            "uncomposed",
-            Box::new(|app| {
-                app["components"][0]["dependencies"] =
-                    serde_json::json!({ "a:b/c": { "source": {} } });
-            }),
-        ),
-        (
-            "service chaining",
-            Box::new(|app| {
-                app["components"][0]["host_requirements"] =
-                    serde_json::json!({ "local_service_chaining": "required" });
-            }),
-        ),
-        (
-            "not a relative path",
-            Box::new(|app| {
-                app["components"][0]["files"][0]["path"] = "../escape".into();
-            }),
-        ),
-        (
-            "cannot find",
-            Box::new(|app| {
-                app["components"][0]["source"]["digest"] = Digest::of(b"absent").to_string().into();
-            }),
-        ),
-        (
-            "not its digest",
-            Box::new(|app| {
-                app["components"][0]["files"][0]["digest"] =
-                    Digest::of(b"other").to_string().into();
-            }),
-        ),
+    let cases: [(&str, Change); 5] = [
+        ("uncomposed", |app| {
+            app["components"][0]["dependencies"] = serde_json::json!({ "a:b/c": { "source": {} } });
+        }),
+        ("service chaining", |app| {
+            app["components"][0]["host_requirements"] =
+                serde_json::json!({ "local_service_chaining": "required" });
+        }),
+        ("not a relative path", |app| {
+            app["components"][0]["files"][0]["path"] = "../escape".into();
+        }),
+        ("cannot find", |app| {
+            app["components"][0]["source"]["digest"] = Digest::of(b"absent").to_string().into();
+        }),
+        ("not its digest", |app| {
+            app["components"][0]["files"][0]["digest"] = Digest::of(b"other").to_string().into();
+        }),
     ];
     for (expected, change) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -164,7 +150,7 @@ fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
         std::fs::create_dir(&app_dir).unwrap();
         let error = format!(
             "{:#}",
-            write_app(&locked(json), &store, &app_dir).unwrap_err()
+            write_app(&locked(&json), &store, &app_dir).unwrap_err()
         );
         assert!(error.contains(expected), "{expected}: {error}");
         assert!(!error.contains('\n'), "{error}");
