@@ -29,7 +29,10 @@ const TIMEOUT: Duration = Duration::from_mins(1);
 
 /// A registry, reached over HTTPS, or plain HTTP with `insecure` (Spin's `--insecure`).
 pub struct Registry {
-    client: oci_client::Client,
+    /// Built on first use: a start from the cache by digest needs none (and
+    /// building one loads the system's root certificates, tens of milliseconds).
+    client: std::sync::OnceLock<oci_client::Client>,
+    insecure: bool,
     reference: Reference,
     auth: RegistryAuth,
     /// Where the credentials came from, for messages.
@@ -72,28 +75,36 @@ impl Registry {
     }
 
     fn anonymous(reference: &str, insecure: bool) -> Result<Self> {
-        let reference: Reference = reference
-            .parse()
+        let reference = crate::reference::parse(reference)
             .map_err(|e| anyhow!("{reference:?} is not an OCI reference: {e}"))?;
-        // reqwest is built without a crypto provider of its own: use the one
-        // rustls already has here (ring, through wasmtime-wasi-http).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = oci_client::Client::new(ClientConfig {
-            protocol: if insecure {
-                ClientProtocol::Http
-            } else {
-                ClientProtocol::Https
-            },
-            connect_timeout: Some(TIMEOUT),
-            read_timeout: Some(TIMEOUT),
-            user_agent: concat!("spinbench/", env!("CARGO_PKG_VERSION")),
-            ..ClientConfig::default()
-        });
         Ok(Self {
-            client,
+            client: std::sync::OnceLock::new(),
+            insecure,
             reference,
             auth: RegistryAuth::Anonymous,
             auth_source: "none".to_string(),
+        })
+    }
+
+    fn client(&self) -> &oci_client::Client {
+        self.client.get_or_init(|| {
+            // reqwest is built without a crypto provider of its own: use the
+            // one rustls already has here (ring, through wasmtime-wasi-http).
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            oci_client::Client::new(ClientConfig {
+                protocol: if self.insecure {
+                    ClientProtocol::Http
+                } else {
+                    ClientProtocol::Https
+                },
+                // Spin's `--insecure` also ignores certificate errors (a
+                // registry may redirect to HTTPS); content is checked by digest.
+                accept_invalid_certificates: self.insecure,
+                connect_timeout: Some(TIMEOUT),
+                read_timeout: Some(TIMEOUT),
+                user_agent: concat!("spinbench/", env!("CARGO_PKG_VERSION")),
+                ..ClientConfig::default()
+            })
         })
     }
 
@@ -104,7 +115,7 @@ impl Registry {
     /// Pushes `artifact`; returns the manifest's digest.
     pub async fn push(&self, artifact: &Artifact) -> Result<String> {
         let response = self
-            .client
+            .client()
             .push(
                 &self.reference,
                 &artifact.layers,
@@ -137,7 +148,7 @@ impl Registry {
             return Ok((parse_manifest(&bytes)?, pinned));
         }
         let (bytes, _) = self
-            .client
+            .client()
             .pull_manifest_raw(&self.reference, &self.auth, MANIFEST_TYPES)
             .await
             .map_err(|e| self.describe(&e, "pulling the manifest of"))?;
@@ -202,7 +213,7 @@ impl Registry {
             return Ok(());
         }
         let mut bytes = Vec::with_capacity(usize::try_from(layer.size).unwrap_or(0).min(1 << 30));
-        self.client
+        self.client()
             .pull_blob(&self.reference, layer, &mut bytes)
             .await
             .map_err(|e| self.describe(&e, &format!("pulling layer {digest} of")))?;
@@ -221,7 +232,7 @@ impl Registry {
     /// Whether the registry takes these credentials: a token fetched where it
     /// hands out tokens, else a request made with them (listing repositories).
     pub async fn check_credentials(&self) -> Result<()> {
-        self.client
+        self.client()
             .auth(
                 &self.reference,
                 &self.auth,
@@ -230,7 +241,7 @@ impl Registry {
             .await
             .map_err(|e| self.describe(&e, "logging in to"))?;
         match self
-            .client
+            .client()
             .catalog(&self.reference, &self.auth, Some(1), None)
             .await
         {

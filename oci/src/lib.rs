@@ -14,7 +14,7 @@
 //! - [`unlock`]: a locked app made an app directory the host serves (a
 //!   manifest, the wasm and files by digest);
 //! - [`client`]: the registry, through the `oci-client` crate; [`auth`]:
-//!   credentials as Spin finds them.
+//!   credentials as Spin finds them; [`reference`]: references parsed.
 
 pub mod archive;
 pub mod artifact;
@@ -23,6 +23,7 @@ pub mod client;
 pub mod lock;
 pub mod locked;
 pub mod pull;
+pub mod reference;
 pub mod store;
 pub mod unlock;
 
@@ -94,7 +95,7 @@ pub fn login(server: &str, user: &str, password: &str, insecure: bool) -> Result
 /// registry of its own (not Docker Hub, which the parser assumes for
 /// `dir/spin.toml`).
 pub fn is_probably_reference(text: &str) -> bool {
-    let Ok(reference) = text.parse::<oci_client::Reference>() else {
+    let Ok(reference) = reference::parse(text) else {
         return false;
     };
     if reference.tag() != Some("latest") || text.ends_with(":latest") {
