@@ -47,6 +47,28 @@ impl Env {
     }
 }
 
+/// The shared registry, a scratch folder, and an environment whose Docker
+/// config holds the registry's credentials; `None` (skipped) without a registry.
+fn setup(label: &str) -> Option<(&'static Registry, Scratch, Env)> {
+    let registry = Registry::shared()?;
+    let scratch = Scratch::new(label);
+    let env = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
+    Some((registry, scratch, env))
+}
+
+/// [`setup`], then `hello_app` (labelled `label`) pushed to `repository:1`:
+/// the registry, scratch, environment, and the pushed reference.
+fn setup_with_hello(
+    label: &str,
+    repository: &str,
+) -> Option<(&'static Registry, Scratch, Env, String)> {
+    let (registry, scratch, env) = setup(label)?;
+    let manifest = hello_app(&scratch.path("app"), label);
+    let reference = registry.reference(&format!("{repository}:1"));
+    push(&env, &manifest, &reference);
+    Some((registry, scratch, env, reference))
+}
+
 /// `spinbench args...` to its end (within two minutes): exit success and output.
 fn spinbench(env: &Env, args: &[&str], stdin: Option<&str>) -> (bool, String) {
     let mut command = Command::new(artifact("release/spinbench"));
@@ -110,19 +132,21 @@ fn hello_digest(manifest: &Path) -> String {
     e2e::sha256_digest(&std::fs::read(manifest.with_file_name("hello.wasm")).unwrap())
 }
 
+/// `serve -f <reference> --insecure --cache-dir <cache>`.
+fn serve_args(reference: &str, cache: &Path) -> Vec<String> {
+    let cache = cache.to_str().unwrap();
+    ["serve", "-f", reference, "--insecure", "--cache-dir", cache]
+        .map(String::from)
+        .to_vec()
+}
+
 /// `serve -f reference` with a cache of its own, in the environment's credentials.
 fn serve_by_reference(env: &Env, reference: &str, cache: &Path, label: &str) -> Server {
+    let args = serve_args(reference, cache);
     Server::start_configured(
         label,
         &artifact("release/spinbench"),
-        &[
-            "serve",
-            "-f",
-            reference,
-            "--insecure",
-            "--cache-dir",
-            cache.to_str().unwrap(),
-        ],
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
         |command, addr| {
             command.arg("--listen").arg(addr.to_string());
             env.apply(command);
@@ -217,11 +241,9 @@ fn assert_spins_artifact(registry: &Registry, repository: &str, tag: &str) {
 
 #[test]
 fn the_function_set_is_pushed_pulled_into_an_empty_cache_and_served_by_reference() {
-    let Some(registry) = Registry::shared() else {
+    let Some((registry, scratch, env)) = setup("function-set") else {
         return;
     };
-    let scratch = Scratch::new("function-set");
-    let env = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
     let reference = registry.reference("spinbench:0.1.0");
     let pushed = push(&env, &workspace_root().join("spin.toml"), &reference);
     assert!(pushed.contains("with digest sha256:"), "{pushed}");
@@ -261,18 +283,8 @@ fn the_function_set_is_pushed_pulled_into_an_empty_cache_and_served_by_reference
 /// containing `expected`, and leave no app, nor anything half-written, in the cache.
 fn refused(env: &Env, reference: &str, expected: &str, scratch: &Scratch) {
     let cache = scratch.path(&format!("cache-{}", Server::free_addr().port()));
-    let args: Vec<String> = [
-        "serve",
-        "-f",
-        reference,
-        "--insecure",
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut args = serve_args(reference, &cache);
+    args.extend(["--listen".to_string(), "127.0.0.1:0".to_string()]);
     let (ok, output) = spinbench(
         env,
         &args.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -303,13 +315,9 @@ fn refused(env: &Env, reference: &str, expected: &str, scratch: &Scratch) {
 
 #[test]
 fn bad_references_and_artifacts_fail_in_one_line_leaving_no_app_in_the_cache() {
-    let Some(registry) = Registry::shared() else {
+    let Some((registry, scratch, env, _)) = setup_with_hello("refusals", "refusals/hello") else {
         return;
     };
-    let scratch = Scratch::new("refusals");
-    let manifest = hello_app(&scratch.path("app"), "refusals");
-    let env = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
-    push(&env, &manifest, &registry.reference("refusals/hello:1"));
 
     refused(
         &env,
@@ -400,14 +408,11 @@ fn bad_references_and_artifacts_fail_in_one_line_leaving_no_app_in_the_cache() {
 
 #[test]
 fn credentials_come_from_dockers_helpers_and_spinbench_login() {
-    let Some(registry) = Registry::shared() else {
+    let Some((registry, scratch, _, reference)) =
+        setup_with_hello("credentials", "credentials/hello")
+    else {
         return;
     };
-    let scratch = Scratch::new("credentials");
-    let manifest = hello_app(&scratch.path("app"), "credentials");
-    let with_auths = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
-    let reference = registry.reference("credentials/hello:1");
-    push(&with_auths, &manifest, &reference);
     let pull = |env: &Env| {
         let cache = scratch.path(&format!("cache-{}", Server::free_addr().port()));
         spinbench(
@@ -487,30 +492,28 @@ fn credentials_come_from_dockers_helpers_and_spinbench_login() {
 
 #[test]
 fn pull_writes_an_app_directory_that_serve_reads_like_any_other() {
-    let Some(registry) = Registry::shared() else {
+    let Some((_, scratch, env, reference)) = setup_with_hello("pull-into", "pulled/hello") else {
         return;
     };
-    let scratch = Scratch::new("pull-into");
-    let manifest = hello_app(&scratch.path("app"), "pull-into");
-    let env = Env::in_scratch(&scratch, Some(registry.docker_config(&scratch.0)));
-    let reference = registry.reference("pulled/hello:1");
-    push(&env, &manifest, &reference);
     let out = scratch.path("out");
     let cache = scratch.path("cache");
-    let (ok, output) = spinbench(
-        &env,
-        &[
-            "registry",
-            "pull",
-            "--insecure",
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            &reference,
-        ],
-        None,
-    );
+    let pull_into_out = || {
+        spinbench(
+            &env,
+            &[
+                "registry",
+                "pull",
+                "--insecure",
+                "--cache-dir",
+                cache.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+                &reference,
+            ],
+            None,
+        )
+    };
+    let (ok, output) = pull_into_out();
     assert!(ok, "{output}");
     let server = Server::start(
         "registry-pulled-dir",
@@ -529,19 +532,6 @@ fn pull_writes_an_app_directory_that_serve_reads_like_any_other() {
         (200, "Hello, World!")
     );
     // A second pull into the same directory is refused: it is not empty.
-    let (ok, output) = spinbench(
-        &env,
-        &[
-            "registry",
-            "pull",
-            "--insecure",
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            &reference,
-        ],
-        None,
-    );
+    let (ok, output) = pull_into_out();
     assert!(!ok && output.contains("is not empty"), "{output}");
 }

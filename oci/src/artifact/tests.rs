@@ -92,6 +92,16 @@ fn assembled(archive: bool) -> (Artifact, tempfile::TempDir) {
     (assemble(&locked, archive).unwrap(), dir)
 }
 
+/// The media types of the manifest's layers, in order.
+fn layer_types(artifact: &Artifact) -> Vec<&str> {
+    artifact
+        .manifest
+        .layers
+        .iter()
+        .map(|l| l.media_type.as_str())
+        .collect()
+}
+
 fn digest(bytes: &[u8]) -> String {
     spinbench_host::manifest::Digest::of(bytes).to_string()
 }
@@ -99,12 +109,7 @@ fn digest(bytes: &[u8]) -> String {
 #[test]
 fn the_layers_are_each_distinct_wasm_then_large_files_then_the_locked_app() {
     let (artifact, _dir) = assembled(false);
-    let types: Vec<&str> = artifact
-        .manifest
-        .layers
-        .iter()
-        .map(|l| l.media_type.as_str())
-        .collect();
+    let types = layer_types(&artifact);
     assert_eq!(
         types,
         [
@@ -241,12 +246,7 @@ fn the_locked_app_names_content_by_digest_and_inlines_small_files() {
 #[test]
 fn archive_layers_hold_each_components_files_in_one_tar_gz() {
     let (artifact, _dir) = assembled(true);
-    let types: Vec<&str> = artifact
-        .manifest
-        .layers
-        .iter()
-        .map(|l| l.media_type.as_str())
-        .collect();
+    let types = layer_types(&artifact);
     assert_eq!(
         types,
         [
