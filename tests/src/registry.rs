@@ -248,6 +248,35 @@ impl Registry {
     }
 }
 
+/// A one-component app (`hello`) in `dir` (created), small to push and pull:
+/// hello.wasm with a custom section naming `label`, so that its layer is its
+/// own (the registry keeps one copy of a blob for every repository, and some
+/// tests change the copy).
+pub fn hello_app(dir: &Path, label: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut wasm = std::fs::read(crate::artifact("wasm32-wasip2/release/hello.wasm")).unwrap();
+    let name = b"spinbench-test";
+    let size = 1 + name.len() + label.len();
+    assert!(size < 128, "a one-byte section size");
+    wasm.extend([
+        0,
+        u8::try_from(size).unwrap(),
+        u8::try_from(name.len()).unwrap(),
+    ]);
+    wasm.extend(name);
+    wasm.extend(label.as_bytes());
+    std::fs::write(dir.join("hello.wasm"), wasm).unwrap();
+    let manifest = dir.join("spin.toml");
+    std::fs::write(
+        &manifest,
+        "spin_manifest_version = 2\n[application]\nname = \"hello\"\n\
+         [[trigger.http]]\nroute = \"/hello\"\ncomponent = \"hello\"\n\
+         [component.hello]\nsource = \"hello.wasm\"\n",
+    )
+    .unwrap();
+    manifest
+}
+
 fn basic_auth() -> String {
     format!("Basic {}", base64_user())
 }

@@ -14,6 +14,7 @@
 
 use e2e::contract::cases;
 use e2e::node::{self, Node};
+use e2e::registry::hello_app;
 use e2e::report as support;
 use e2e::{Server, artifact, on_path, workspace_root};
 use serde_json::Value;
@@ -191,7 +192,10 @@ fn an_artifact_is_precompiled_once_and_its_containers_compile_nothing() {
         return;
     }
     let node = Node::start();
-    let image = node.push_artifact_and_pull(&hello_app(&node), "hello:artifact");
+    let image = node.push_artifact_and_pull(
+        &hello_app(&node.scratch("hello-app"), "deploy"),
+        "hello:artifact",
+    );
     for (run, id) in ["first", "second"].iter().enumerate() {
         let mut container = node.run(id, &image, &[]);
         assert_eq!(e2e::get(&container.url("/hello")).status, 200);
@@ -244,23 +248,6 @@ fn the_wasip3_flavour_runs_in_a_container() {
     assert!(log.contains("WASIp3, instances reused"), "{log}");
 }
 
-/// A one-component app, `hello`, in the node's scratch space.
-fn hello_app(node: &Node) -> PathBuf {
-    let wasm = artifact("wasm32-wasip2/release/hello.wasm");
-    let manifest = node.scratch("hello-app").join("spin.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "spin_manifest_version = 2\n[application]\nname = \"hello\"\n\
-             [[trigger.http]]\nroute = \"/hello\"\ncomponent = \"hello\"\n\
-             [component.hello]\nsource = {:?}\n",
-            wasm.display()
-        ),
-    )
-    .unwrap();
-    manifest
-}
-
 /// The layer digests of `image`'s manifest, read from containerd's content store.
 fn layers_of(node: &Node, image: &str) -> Vec<String> {
     let list = node.ctr_ok(&["image", "ls"]);
@@ -309,7 +296,10 @@ fn artifact_without(node: &Node, repository: &str, media_type: &str, tag: &str) 
 /// Images the shim must refuse, each with what its log must say.
 fn bad_images(node: &Node) -> Vec<(String, String, Vec<String>, &'static str)> {
     let hello = artifact("wasm32-wasip2/release/hello.wasm");
-    node.push_artifact_and_pull(&hello_app(node), "hello:artifact");
+    node.push_artifact_and_pull(
+        &hello_app(&node.scratch("hello-app"), "deploy"),
+        "hello:artifact",
+    );
     let wasm_layer = "application/vnd.wasm.content.layer.v1+wasm";
     let locked_app = "application/vnd.fermyon.spin.application.v1+config";
     let no_wasm = artifact_without(node, "hello", wasm_layer, "no-wasm");
