@@ -2,21 +2,25 @@
 """Push a Spin app to an OCI registry as a plain image whose one layer holds the
 manifest and every file it names, at the paths it names them.
 
-This is the form the Spin containerd shim runs when an image has no Spin or Wasm
+This is the form a Spin containerd shim runs when an image has no Spin or Wasm
 layers: it reads /spin.toml from the container's root filesystem
 (spinframework/containerd-shim-spin v0.24.0, containerd-shim-spin/src/source.rs,
 `Source::File`; the repository's images/*/Dockerfile build such images `FROM
-scratch` for `--platform=wasi/wasm`). `spin registry push` writes another form (the
-Spin OCI artifact); deploy/local-node.sh uses that one when `spin` is on PATH.
+scratch` for `--platform=wasi/wasm`), and so does spinbench's shim. The other form,
+Spin's OCI artifact, is what `spinbench registry push` and `spin registry push`
+write; deploy/local-node.sh measures both.
 
 Usage: files_image.py MANIFEST REGISTRY_HOST:PORT REPOSITORY:TAG
-Only plain HTTP to a registry on loopback: this is for the local node.
+Only plain HTTP to a registry on loopback: this is for the local node. A registry that
+asks for a user gets REGISTRY_AUTH (USER:PASSWORD, from the environment) as Basic auth.
 Standard library only; prints the manifest's digest.
 """
 
+import base64
 import hashlib
 import io
 import json
+import os
 import pathlib
 import sys
 import tarfile
@@ -80,36 +84,33 @@ def digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def send(url: str, method: str, data: bytes, headers: dict | None = None) -> object:
+    """One request to the registry, with REGISTRY_AUTH's Basic auth when it is set."""
+    headers = dict(headers or {})
+    if os.environ.get("REGISTRY_AUTH"):
+        token = base64.b64encode(os.environ["REGISTRY_AUTH"].encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    return urllib.request.urlopen(urllib.request.Request(url, method=method, data=data, headers=headers))
+
+
 def push_blob(base: str, repo: str, data: bytes) -> str:
     d = digest(data)
-    start = urllib.request.Request(f"{base}/v2/{repo}/blobs/uploads/", method="POST", data=b"")
-    with urllib.request.urlopen(start) as r:
+    with send(f"{base}/v2/{repo}/blobs/uploads/", "POST", b"") as r:
         location = urllib.parse.urljoin(base, r.headers["Location"])
     sep = "&" if "?" in location else "?"
-    put = urllib.request.Request(
-        f"{location}{sep}digest={urllib.parse.quote(d)}", method="PUT", data=data,
-        headers={"Content-Type": "application/octet-stream"},
-    )
-    with urllib.request.urlopen(put) as r:
+    with send(f"{location}{sep}digest={urllib.parse.quote(d)}", "PUT", data,
+              {"Content-Type": "application/octet-stream"}) as r:
         if r.status != 201:
             sys.exit(f"blob upload of {d}: HTTP {r.status}")
     return d
 
 
-def main() -> None:
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    manifest = pathlib.Path(sys.argv[1]).resolve()
-    base = f"http://{sys.argv[2]}"
-    repo, _, tag = sys.argv[3].partition(":")
-    files = app_files(manifest)
-    layer = layer_tar(manifest, files)
-    config = json.dumps({
-        "architecture": "wasm",
-        "os": "wasi",
-        "rootfs": {"type": "layers", "diff_ids": [digest(layer)]},
-        "config": {"Entrypoint": ["/"]},
-    }, sort_keys=True).encode()
+def push_image(base: str, repo: str, tag: str, layer: bytes, config: dict) -> str:
+    """Pushes an image of one uncompressed `layer` with the image config `config`
+    (its rootfs filled in); returns the manifest's digest."""
+    config = json.dumps(
+        {**config, "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}, sort_keys=True
+    ).encode()
     layer_digest = push_blob(base, repo, layer)
     config_digest = push_blob(base, repo, config)
     image = json.dumps({
@@ -118,14 +119,21 @@ def main() -> None:
         "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": len(config)},
         "layers": [{"mediaType": OCI_LAYER, "digest": layer_digest, "size": len(layer)}],
     }, sort_keys=True).encode()
-    put = urllib.request.Request(
-        f"{base}/v2/{repo}/manifests/{tag or 'latest'}", method="PUT", data=image,
-        headers={"Content-Type": OCI_MANIFEST},
-    )
-    with urllib.request.urlopen(put) as r:
+    with send(f"{base}/v2/{repo}/manifests/{tag or 'latest'}", "PUT", image,
+              {"Content-Type": OCI_MANIFEST}) as r:
         if r.status != 201:
             sys.exit(f"manifest upload: HTTP {r.status}")
-    print(digest(image))
+    return digest(image)
+
+
+def main() -> None:
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    manifest = pathlib.Path(sys.argv[1]).resolve()
+    repo, _, tag = sys.argv[3].partition(":")
+    layer = layer_tar(manifest, app_files(manifest))
+    config = {"architecture": "wasm", "os": "wasi", "config": {"Entrypoint": ["/"]}}
+    print(push_image(f"http://{sys.argv[2]}", repo, tag, layer, config))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 mod in_process;
 mod load;
 
+pub use load::precompile;
+
 use super::capabilities::runtime_config::StateDirArg;
 use super::front::admission::{Admission, AdmissionLimits, Permit, Refusal};
 use super::front::body_limit::{self, BodyFault, BodyLimits, FaultCell, GuardedBody};
@@ -32,6 +34,7 @@ use bytes::Bytes;
 use http::uri::PathAndQuery;
 use http::{Request, Response, Uri};
 use load::{Application, Loaded, Plan};
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -69,6 +72,10 @@ pub struct HostOptions {
     /// while the pool is prepared in the background (`serve`), instead of
     /// preparing it first (in-process measurements, which time the pool).
     pub pool_in_background: bool,
+    /// The environment application variables are read from
+    /// (`SPIN_VARIABLE_<NAME>`): `None`, this process's; the containerd shim
+    /// passes the container's, which is not its own.
+    pub env: Option<BTreeMap<String, String>>,
 }
 
 impl Default for HostOptions {
@@ -86,6 +93,7 @@ impl Default for HostOptions {
             runtime_config_file: None,
             state_dir: StateDirArg::Default,
             pool_in_background: false,
+            env: None,
         }
     }
 }

@@ -22,7 +22,7 @@ mod logger;
 pub mod manifest;
 mod server;
 
-pub use app::{Host, HostOptions};
+pub use app::{Host, HostOptions, precompile};
 pub use capabilities::runtime_config::StateDirArg;
 pub use front::admission::AdmissionLimits;
 pub use front::body_limit::{DEFAULT_BODY_READ_TIMEOUT, DEFAULT_MAX_REQUEST_BODY};

@@ -6,6 +6,7 @@ mod compare;
 mod duration;
 mod model;
 mod procfs;
+mod registry;
 mod report;
 mod rlimit;
 mod spin_build;
@@ -39,11 +40,13 @@ enum Command {
     Load(compare::load::LoadArgs),
     /// Compare two report.json files: the ratio of each median, marked beyond both runs' spread.
     Diff(report::diff::DiffArgs),
+    /// Push and pull apps as Spin's OCI artifact, and log in to registries (`spin registry`).
+    Registry(registry::RegistryArgs),
 }
 
 #[derive(Args)]
 struct ManifestArg {
-    /// The application: a Spin manifest (v2) file, or a directory holding spin.toml (as `spin up -f`).
+    /// The application: a Spin manifest (v2) file, a directory holding spin.toml, or (serve) an OCI reference pushed by `spin registry push` or `spinbench registry push` (as `spin up -f`).
     #[arg(short = 'f', long = "from", visible_alias = "manifest", alias = "file", default_value = manifest::DEFAULT_FILE)]
     from: PathBuf,
 }
@@ -64,6 +67,8 @@ struct BuildArgs {
 struct ServeArgs {
     #[command(flatten)]
     manifest: ManifestArg,
+    #[command(flatten)]
+    registry: registry::RegistryOptions,
     /// Address to listen on.
     #[arg(long, env = "SPIN_HTTP_LISTEN_ADDR", default_value = "127.0.0.1:3000")]
     listen: SocketAddr,
@@ -201,6 +206,7 @@ impl ServeArgs {
             runtime_config_file: self.runtime_config_file.clone(),
             state_dir: host::StateDirArg::from_flag(self.state_dir.as_deref()),
             pool_in_background: true,
+            env: None,
         })
     }
 
@@ -251,6 +257,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::main(&args),
         Command::Load(args) => compare::load::main(&args),
         Command::Diff(args) => report::diff::main(&args),
+        Command::Registry(args) => registry::main(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -273,7 +280,12 @@ fn build(args: &BuildArgs) -> Result<()> {
 }
 
 fn serve(args: &ServeArgs) -> Result<()> {
-    let manifest = args.manifest.load()?;
+    let path = registry::resolve_app(
+        &args.manifest.from,
+        &args.registry,
+        args.cache_dir.as_deref(),
+    )?;
+    let manifest = manifest::Manifest::load(&path)?;
     let host = host::Host::new(&manifest, &args.host_options()?)?;
     host::serve(host, args.serve_options()?)
 }

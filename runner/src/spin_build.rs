@@ -57,7 +57,7 @@ mod tests {
         Build {
             command: spinbench_host::manifest::component::Commands::Single("true".into()),
             workdir: workdir.map(str::to_string),
-            _watch: Vec::new(),
+            watch: Vec::new(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! answer as the `<name>-native` binaries (tests/function_set.rs for the runner,
 //! tests/real_hosts.rs for `spin up` and `wasmtime serve`).
 
-use crate::{Answer, send};
+use crate::{Answer, Server, functions, send};
 
 /// One request to the function set and the status it must get.
 pub struct Case {
@@ -215,6 +215,56 @@ fn deepest_json_field() -> String {
         r#"{"a":"#.repeat(126),
         "}".repeat(126)
     )
+}
+
+/// The `<name>-native` binaries, the reference every host's answers are held to.
+pub struct Natives(Vec<(&'static str, Server)>);
+
+impl Natives {
+    pub fn start() -> Natives {
+        Natives(
+            functions()
+                .iter()
+                .map(|f| (*f, Server::native(f)))
+                .collect(),
+        )
+    }
+
+    pub fn answer(&self, case: &Case) -> Answer {
+        let (_, server) = self
+            .0
+            .iter()
+            .find(|(f, _)| *f == case.function)
+            .expect("a native binary per function");
+        case.send_to(&format!("http://{}", server.addr))
+    }
+}
+
+/// Sends `case` to the host at `base` and holds its answer to the contract: the
+/// expected status; on the function's own route the native binary's exact answer,
+/// and a refusal carries a JSON error. Off its route only the status counts: the
+/// `404` is the host router's own.
+pub fn meets_contract(host: &str, case: &Case, base: &str, natives: &Natives) {
+    let from_host = case.send_to(base);
+    let what = case.describe();
+    assert_eq!(
+        from_host.status,
+        case.expect,
+        "{host}: {what}: {}",
+        from_host.text()
+    );
+    if !case.on_own_route() {
+        return;
+    }
+    assert_eq!(from_host, natives.answer(case), "{host} vs native: {what}");
+    if from_host.status >= 400 {
+        assert_eq!(from_host.content_type, "application/json", "{host}: {what}");
+        let error = from_host.json()["error"].clone();
+        assert!(
+            error.as_str().is_some_and(|e| !e.is_empty()),
+            "{host}: {what}: {error}"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 pub mod contract;
 pub mod database;
 mod http;
+pub mod node;
+pub mod registry;
 pub mod report;
 
 pub use http::{
@@ -216,9 +218,16 @@ impl Server {
             .args(["-TERM", &self.pid().to_string()])
             .status()
             .expect("kill -TERM");
+        self.wait_for_exit(limit).map(|_| start.elapsed())
+    }
+
+    /// Waits up to `limit` for the process to exit on its own; its status, or
+    /// `None` if it is still running.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let start = Instant::now();
         while start.elapsed() < limit {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return Some(start.elapsed());
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -327,19 +336,38 @@ pub fn run_to_exit(
     args: &[String],
     limit: Duration,
 ) -> Option<(ExitStatus, String)> {
+    let mut command = Command::new(program);
+    command.args(args);
+    run_command_to_exit(command, None, limit)
+}
+
+/// Runs `command` (its stdin `input`, else closed) until it exits, at most
+/// `limit`; returns its exit status and its stdout and stderr, or `None`
+/// (after killing it) if it was still running.
+pub fn run_command_to_exit(
+    mut command: Command,
+    input: Option<&[u8]>,
+    limit: Duration,
+) -> Option<(ExitStatus, String)> {
     let output = std::env::temp_dir().join(format!(
         "e2e-run-{}-{}",
         std::process::id(),
         free_loopback_addr().port()
     ));
     let file = File::create(&output).expect("output file");
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
+    let mut child = command
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(file.try_clone().expect("output file"))
         .stderr(file)
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        let _ = std::io::Write::write_all(&mut stdin, input);
+    }
     let start = Instant::now();
     let status = loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -378,6 +406,14 @@ pub fn built_app(app: &str, wasm: &str) -> PathBuf {
         "{app}/{wasm} is not built: run `make build` first"
     );
     dir
+}
+
+/// Whether the tests run as root (containerd and its shims need it).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
 }
 
 /// The full path of `program` if it is on `PATH` (hosts this repository does not
@@ -490,4 +526,47 @@ pub fn compare_into(results: &Path, args: &[&str]) -> (Value, PathBuf) {
     let path = workspace_root().join(line.trim());
     let report = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     (report, path)
+}
+
+/// `sha256:<hex>` of `bytes`, as OCI and Spin name content.
+pub fn sha256_digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// The SHA-256 of `bytes`, in hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    use std::fmt::Write as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
+}
+
+/// A scratch folder under target/, removed when dropped.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(label: &str) -> Scratch {
+        let dir = workspace_root().join(format!(
+            "target/e2e-scratch/{label}-{}-{}",
+            std::process::id(),
+            Server::free_addr().port()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

@@ -6,8 +6,9 @@
 //!
 //! The components must be built first (`make build`, or `spin build`).
 
-use e2e::contract::{Case, cases};
-use e2e::{Answer, GroupServer, Server, artifact, functions, on_path, workspace_root};
+use e2e::contract::{Natives, cases, meets_contract};
+use e2e::registry::Registry;
+use e2e::{GroupServer, Scratch, Server, artifact, functions, on_path, workspace_root};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -80,54 +81,103 @@ fn wasmtime_serve_answers_each_components_contract() {
     reported(&version);
 }
 
-/// The `<name>-native` binaries, the reference every host's answers are held to.
-struct Natives(Vec<(&'static str, Server)>);
-
-impl Natives {
-    fn start() -> Natives {
-        Natives(
-            functions()
-                .iter()
-                .map(|f| (*f, Server::native(f)))
-                .collect(),
-        )
-    }
-
-    fn answer(&self, case: &Case) -> Answer {
-        let (_, server) = self
-            .0
-            .iter()
-            .find(|(f, _)| *f == case.function)
-            .expect("a native binary per function");
-        case.send_to(&format!("http://{}", server.addr))
-    }
-}
-
-/// Sends `case` to the host at `base` and holds its answer to the contract: the
-/// expected status; on the function's own route the native binary's exact answer,
-/// and a refusal carries a JSON error. Off its route only the status counts: the
-/// `404` is the host router's own.
-fn meets_contract(host: &str, case: &Case, base: &str, natives: &Natives) {
-    let from_host = case.send_to(base);
-    let what = case.describe();
-    assert_eq!(
-        from_host.status,
-        case.expect,
-        "{host}: {what}: {}",
-        from_host.text()
-    );
-    if !case.on_own_route() {
+/// Spin's registry path both ways, against a real registry (`e2e::registry`):
+/// what `spin registry push` writes, `spinbench serve -f <reference>` serves;
+/// what `spinbench registry push` writes, `spin up -f <reference>` serves. Each
+/// answers the function contract.
+#[test]
+fn spin_and_spinbench_serve_what_the_other_pushed() {
+    let Some(spin) = on_path("spin") else {
+        return skipped("spin");
+    };
+    let Some(registry) = Registry::shared() else {
         return;
-    }
-    assert_eq!(from_host, natives.answer(case), "{host} vs native: {what}");
-    if from_host.status >= 400 {
-        assert_eq!(from_host.content_type, "application/json", "{host}: {what}");
-        let error = from_host.json()["error"].clone();
-        assert!(
-            error.as_str().is_some_and(|e| !e.is_empty()),
-            "{host}: {what}: {error}"
+    };
+    let version = version_of(&spin);
+    let scratch = Scratch::new("interop");
+    let docker = registry.docker_config(&scratch.0);
+    let credentials = |command: &mut Command| {
+        command
+            .env("DOCKER_CONFIG", &docker)
+            .env("XDG_CONFIG_HOME", scratch.path("config"));
+    };
+    let natives = Natives::start();
+    let manifest = workspace_root().join("spin.toml");
+
+    let by_spin = registry.reference("interop:by-spin");
+    let mut push = Command::new(&spin);
+    push.args(["registry", "push", "--insecure", "-f"])
+        .arg(&manifest)
+        .arg(&by_spin);
+    credentials(&mut push);
+    let status = push.status().expect("spin registry push runs");
+    assert!(status.success(), "{version}: spin registry push {by_spin}");
+    let cache = scratch.path("cache");
+    let served = Server::start_configured(
+        "interop-spinbench",
+        &artifact("release/spinbench"),
+        &[
+            "serve",
+            "-f",
+            &by_spin,
+            "--insecure",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ],
+        |command, addr| {
+            command.arg("--listen").arg(addr.to_string());
+            credentials(command);
+        },
+    );
+    for case in cases() {
+        meets_contract(
+            "spinbench serve of spin's push",
+            &case,
+            &format!("http://{}", served.addr),
+            &natives,
         );
     }
+    drop(served);
+
+    let by_spinbench = registry.reference("interop:by-spinbench");
+    let mut push = Command::new(artifact("release/spinbench"));
+    push.args(["registry", "push", "--insecure", "-f"])
+        .arg(&manifest)
+        .arg(&by_spinbench);
+    credentials(&mut push);
+    assert!(
+        push.status()
+            .expect("spinbench registry push runs")
+            .success()
+    );
+    let addr = Server::free_addr();
+    let mut up = Command::new(&spin);
+    up.current_dir(&scratch.0)
+        .args([
+            "up",
+            "--insecure",
+            "-f",
+            &by_spinbench,
+            "--listen",
+            &addr.to_string(),
+        ])
+        .process_group(0);
+    credentials(&mut up);
+    let spin_up = GroupServer {
+        server: Server::start_command("interop-spin", up, addr),
+    };
+    for case in cases() {
+        meets_contract(
+            &format!("{version} up of spinbench's push"),
+            &case,
+            &format!("http://{addr}"),
+            &natives,
+        );
+    }
+    drop(spin_up);
+    say(&format!(
+        "{version}: served spinbench's push, and spinbench served its push"
+    ));
 }
 
 /// The component of `function` as spin.toml's `source` names it, relative to

@@ -4,7 +4,6 @@
 //! naming both digests.
 
 use e2e::{Server, artifact, get, run_to_exit};
-use sha2::{Digest, Sha256};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -41,16 +40,6 @@ fn hello_wasm() -> Vec<u8> {
     std::fs::read(artifact("wasm32-wasip2/release/hello.wasm")).expect("hello.wasm is built")
 }
 
-fn sha256(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    Sha256::digest(bytes)
-        .iter()
-        .fold(String::new(), |mut hex, b| {
-            let _ = write!(hex, "{b:02x}");
-            hex
-        })
-}
-
 /// A one-component manifest whose source is `url` with `digest`.
 fn manifest(url: &str, digest: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -70,7 +59,7 @@ fn manifest(url: &str, digest: &str) -> tempfile::TempDir {
 #[test]
 fn a_component_fetched_by_url_and_digest_is_served() {
     let wasm = hello_wasm();
-    let digest = sha256(&wasm);
+    let digest = e2e::sha256_hex(&wasm);
     let (base, answered) = file_server(wasm, 4);
     let app = manifest(&format!("{base}/hello.wasm"), &digest);
     let cache = tempfile::tempdir().unwrap();
@@ -106,7 +95,7 @@ fn serve_args<'a>(app: &'a tempfile::TempDir, cache: &'a tempfile::TempDir) -> [
 #[test]
 fn a_component_whose_digest_differs_is_refused_naming_both() {
     let wasm = hello_wasm();
-    let actual = sha256(&wasm);
+    let actual = e2e::sha256_hex(&wasm);
     let (base, _) = file_server(wasm, 4);
     let claimed = "0".repeat(64);
     let app = manifest(&format!("{base}/hello.wasm"), &claimed);

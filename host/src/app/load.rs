@@ -90,19 +90,22 @@ impl Plan {
             .iter()
             .map(|id| read_source(manifest, id, options.cache_dir.as_deref()))
             .collect::<Result<Vec<_>>>()?;
-        let wasip3 = sources.iter().any(|s| s.prepared.flavour == Flavour::P3);
-        let groups: BTreeSet<Group> = sources.iter().flat_map(|s| s.groups.clone()).collect();
-        let concurrent = wasip3 || groups.iter().any(|group| group.concurrent());
+        let (wasip3, groups, concurrent) = engine_needs(&sources);
         let runtime_config = RuntimeConfig::load(
             options.runtime_config_file.as_deref(),
             &options.state_dir,
             manifest.base_dir(),
         )?;
         let services = Arc::new(AppServices::new(runtime_config)?);
+        let env = |key: &str| match &options.env {
+            Some(env) => env.get(key).cloned(),
+            None => std::env::var(key).ok(),
+        };
         let contexts = ComponentContext::for_components(
             manifest,
             sources.iter().map(|s| s.id.as_str()),
             &services,
+            env,
         )?;
         // The cap stays below the pool's slots, so overload is a 503 from the
         // queue, never a failed instantiation.
@@ -271,6 +274,44 @@ impl Plan {
             },
         })
     }
+}
+
+/// Whether any source is a WASIp3 component, every interface group they
+/// import, and whether the engine needs the component model's async ABI.
+fn engine_needs(sources: &[Source]) -> (bool, BTreeSet<Group>, bool) {
+    let wasip3 = sources.iter().any(|s| s.prepared.flavour == Flavour::P3);
+    let groups: BTreeSet<Group> = sources.iter().flat_map(|s| s.groups.clone()).collect();
+    let concurrent = wasip3 || groups.iter().any(|group| group.concurrent());
+    (wasip3, groups, concurrent)
+}
+
+/// Compiles the components [`super::Host::new`] would load from `manifest`
+/// into the compiled-code cache `cache_dir`, as it would compile them (the
+/// same preparation, the same engine settings), without building the
+/// application: no contexts, variables, stores or pools. The containerd shim
+/// runs it outside the container (its precompile hook), so that the
+/// container's start loads code instead of compiling it. Returns each
+/// component's id and how it got its code.
+pub fn precompile(manifest: &Manifest, cache_dir: &Path) -> Result<Vec<(String, Origin)>> {
+    crate::manifest::hosting::check(manifest)?;
+    let sources = manifest
+        .triggered_components()
+        .iter()
+        .map(|id| read_source(manifest, id, Some(cache_dir)))
+        .collect::<Result<Vec<_>>>()?;
+    let (_, _, concurrent) = engine_needs(&sources);
+    let (engine, _) = engine::build(PoolSizing::default(), Allocation::OnDemand, concurrent)?;
+    let cache = CacheDir::open(cache_dir)
+        .ok_or_else(|| anyhow!("{} cannot hold compiled code", cache_dir.display()))?;
+    sources
+        .iter()
+        .map(|source| {
+            let loaded =
+                compiled_cache::load(&engine, &source.prepared.wasm, &source.path, Some(&cache))
+                    .with_context(|| format!("compiling component {:?}", source.id))?;
+            Ok((source.id.clone(), loaded.origin))
+        })
+        .collect()
 }
 
 /// Reads and prepares component `id`'s source, and refuses it in one line if

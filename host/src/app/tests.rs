@@ -259,3 +259,50 @@ async fn a_components_environment_reaches_the_guest() {
         assert_eq!(report["env_vars"], expected, "{environment}: {report}");
     }
 }
+
+/// What `precompile` leaves in a cache is what `Host::new` loads, for either
+/// engine (WASIp2's, and WASIp3's with the async ABI), on the pool as on
+/// demand: a container started after the shim's precompile compiles nothing.
+#[test]
+fn precompiled_components_are_loaded_not_compiled() {
+    for source in [
+        format!("{WASM_DIR}/hello.wasm"),
+        "target/p3/wasm32-wasip2/release/hello_p3.wasm".to_string(),
+    ] {
+        assert!(
+            repo_root().join(&source).exists(),
+            "{source} is not built: run `make build` first"
+        );
+        let text = format!(
+            "spin_manifest_version = 2\n[application]\nname = \"t\"\n\
+             [[trigger.http]]\nroute = \"/hello\"\ncomponent = \"hello\"\n\
+             [component.hello]\nsource = \"{source}\"\n"
+        );
+        let manifest = Manifest::parse(&text, repo_root()).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let compiled = precompile(&manifest, cache.path()).unwrap();
+        assert_eq!(
+            compiled,
+            vec![("hello".to_string(), Origin::Compiled)],
+            "{source}"
+        );
+        for allocation in [Allocation::Pooling, Allocation::OnDemand] {
+            let options = HostOptions {
+                cache_dir: Some(cache.path().to_path_buf()),
+                allocation,
+                pool: PoolSizing {
+                    max_instances: 8,
+                    ..PoolSizing::default()
+                },
+                ..HostOptions::default()
+            };
+            let host = Host::new(&manifest, &options).unwrap();
+            let origins: Vec<Origin> = host.loads().iter().map(|l| l.origin).collect();
+            assert_eq!(
+                origins,
+                vec![Origin::LoadedFromCache],
+                "{source} {allocation:?}"
+            );
+        }
+    }
+}

@@ -71,14 +71,14 @@ impl AppServices {
 
 impl ComponentContext {
     /// The context of each component `ids` names, application variables read
-    /// from `SPIN_VARIABLE_<NAME>` or their defaults.
+    /// from `SPIN_VARIABLE_<NAME>` in `env` or their defaults.
     pub fn for_components<'a>(
         manifest: &Manifest,
         ids: impl IntoIterator<Item = &'a str>,
         services: &Arc<AppServices>,
+        env: impl Fn(&str) -> Option<String>,
     ) -> Result<BTreeMap<String, Arc<ComponentContext>>> {
-        let application =
-            variables::application_values(&manifest.variables, |key| std::env::var(key).ok())?;
+        let application = variables::application_values(&manifest.variables, env)?;
         ids.into_iter()
             .map(|id| {
                 let component = manifest

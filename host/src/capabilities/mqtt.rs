@@ -35,7 +35,6 @@ pub enum MqttError {
 
 #[derive(ComponentType, Lift, Lower, Debug, Clone, Copy, PartialEq, Eq)]
 #[component(enum)]
-#[expect(clippy::enum_variant_names, reason = "the WIT enum's case names")]
 #[repr(u8)]
 pub enum Qos {
     #[component(name = "at-most-once")]

@@ -302,7 +302,7 @@ impl PortPattern {
 /// `insecure:allow-all` is every HTTP(S) host and the app itself, `self` the
 /// app itself, and `host[:port]` or `http(s)://host[:port]` that host over
 /// both HTTP and HTTPS.
-fn convert_allowed_http_hosts(hosts: &[String]) -> Result<Vec<String>> {
+pub fn convert_allowed_http_hosts(hosts: &[String]) -> Result<Vec<String>> {
     if hosts.iter().any(|host| host == "insecure:allow-all") {
         return Ok(vec![
             "http://*:*".into(),

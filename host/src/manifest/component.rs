@@ -39,17 +39,17 @@ pub struct Component {
     pub build: Option<Build>,
     /// Settings for other tools; Spin ignores it, and so does the runner.
     #[serde(default, rename = "tool")]
-    pub _tool: BTreeMap<String, toml::Table>,
+    _tool: BTreeMap<String, toml::Table>,
     /// What `dependencies` may use; no dependencies are composed (`hosting`).
     #[serde(default, rename = "dependencies_inherit_configuration")]
-    pub _dependencies_inherit_configuration: bool,
+    _dependencies_inherit_configuration: bool,
     /// Components satisfying this one's imports (composed by Spin at load).
     #[serde(default)]
     pub dependencies: BTreeMap<String, toml::Value>,
     /// `spin up --profile <name>` overrides; the runner serves the default profile,
     /// as `spin up` does without `--profile`.
     #[serde(default, rename = "profile")]
-    pub _profile: BTreeMap<String, toml::Table>,
+    _profile: BTreeMap<String, toml::Table>,
 }
 
 /// `source = "bin/x.wasm"`, `{ url, digest }` or `{ registry, package, version }`.
@@ -83,9 +83,10 @@ pub struct Build {
     pub command: Commands,
     /// Where the commands run, relative to the manifest's directory.
     pub workdir: Option<String>,
-    /// For `spin watch`; the runner has no watch mode.
-    #[serde(default, rename = "watch")]
-    pub _watch: Vec<String>,
+    /// For `spin watch`; the runner has no watch mode (a push keeps it in
+    /// the locked app's metadata, as Spin's does).
+    #[serde(default)]
+    pub watch: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -96,7 +96,7 @@ fn check_component(id: &str, component: &Component) -> Result<()> {
                 "source = {{ registry = {:?}, package = {package:?}, version = {version:?} }}",
                 registry.as_deref().unwrap_or("default")
             )),
-            "only local files and URLs are read, not registries",
+            "a package is found through wasm-pkg's registry configuration and its warg or OCI protocol, which spinbench does not implement; Spin 4.0.2 resolves it with wasm-pkg-client",
         )?,
     }
     if let Some(name) = component.dependencies.keys().next() {

@@ -45,26 +45,27 @@ pub struct Manifest {
 }
 
 /// `[application]`. Fields named `_x` are Spin's key `x`, checked for their
-/// type and otherwise unused: descriptive, or for other tools.
+/// type and otherwise unused (for other tools); `description` and `authors`
+/// are read by a push (they become the locked app's metadata).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Application {
     name: String,
     #[serde(default)]
     version: String,
-    #[serde(default, rename = "description")]
-    pub _description: String,
-    #[serde(default, rename = "authors")]
-    pub _authors: Vec<String>,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub authors: Vec<String>,
     /// Deployment targets `spin build` checks the app against; the runner does not.
     #[serde(default, rename = "targets")]
-    pub _targets: Vec<toml::Value>,
+    _targets: Vec<toml::Value>,
     /// `[application.trigger.<type>]`: settings for a trigger type (e.g. Redis' address).
     #[serde(default)]
     pub trigger: BTreeMap<String, toml::Table>,
     /// Settings for other tools; Spin ignores it, and so does the runner.
     #[serde(default, rename = "tool")]
-    pub _tool: BTreeMap<String, toml::Table>,
+    _tool: BTreeMap<String, toml::Table>,
 }
 
 impl Application {

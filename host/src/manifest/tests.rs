@@ -115,7 +115,7 @@ fn relative_sources_resolve_against_the_manifest_dir() {
 fn what_spin_new_http_rust_writes_is_hosted() {
     let manifest = hosted(SPIN_NEW_HTTP_RUST);
     assert_eq!(
-        manifest.application._authors,
+        manifest.application.authors,
         ["Jane Doe <jane@example.com>"]
     );
     assert_eq!(manifest.http_routes()[0].route, "/...");
@@ -124,7 +124,7 @@ fn what_spin_new_http_rust_writes_is_hosted() {
 #[test]
 fn the_template_app_uses_workdir_a_command_list_and_a_variable() {
     let manifest = hosted(TEMPLATE_APP);
-    assert!(!manifest.application._description.is_empty());
+    assert!(!manifest.application.description.is_empty());
     assert_eq!(
         manifest.variables["greeting"].default.as_deref(),
         Some("Hello from a Spin variable")
@@ -204,7 +204,7 @@ fn application_variables_are_accepted_with_a_default_or_required() {
     );
     let manifest = hosted(&text);
     assert!(manifest.variables["token"].required);
-    assert!(manifest.variables["greeting"]._secret);
+    assert!(manifest.variables["greeting"].secret);
     let both = format!("{MINIMAL}[variables]\nx = {{ default = \"a\", required = true }}\n");
     assert!(parse(&both).is_err());
     let neither = format!("{MINIMAL}[variables]\nx = {{ description = \"a\" }}\n");
@@ -332,6 +332,7 @@ fn registry_sources_are_refused_by_key() {
         let error =
             refusal(&MINIMAL.replace("source = \"app.wasm\"", &format!("source = {source}")));
         assert!(error.contains(key), "{key}: {error}");
+        assert!(error.contains("wasm-pkg"), "{error}");
     }
 }
 

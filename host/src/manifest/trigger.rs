@@ -89,7 +89,7 @@ pub struct WagiConfig {
     pub argv: String,
     /// Deprecated in Spin and not read by it: the command's `_start` runs.
     #[serde(default, rename = "entrypoint")]
-    pub _entrypoint: Option<String>,
+    _entrypoint: Option<String>,
 }
 
 impl WagiConfig {

@@ -17,14 +17,14 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Variable {
-    #[serde(rename = "description")]
-    pub _description: Option<String>,
+    pub description: Option<String>,
     #[serde(default)]
     pub required: bool,
     pub default: Option<String>,
-    /// Spin keeps secret values out of its logs; the runner logs no values at all.
-    #[serde(default, rename = "secret")]
-    pub _secret: bool,
+    /// Spin keeps secret values out of its logs; the runner logs no values at
+    /// all (a push keeps the flag in the locked app).
+    #[serde(default)]
+    pub secret: bool,
 }
 
 /// The prefix of the environment variables that set application variables.
@@ -114,10 +114,10 @@ mod tests {
 
     fn variable(default: Option<&str>, required: bool) -> Variable {
         Variable {
-            _description: None,
+            description: None,
             required,
             default: default.map(str::to_string),
-            _secret: false,
+            secret: false,
         }
     }
 

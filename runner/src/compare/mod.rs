@@ -75,6 +75,9 @@ pub struct CompareArgs {
     pub pin: pin::PinArg,
     #[command(flatten)]
     pub keep: crate::report::keep::KeepArgs,
+    /// With -f an OCI reference: how its registry is reached.
+    #[command(flatten)]
+    pub registry: crate::registry::RegistryOptions,
 }
 
 /// One component of the benchmark file, with where the manifests put it.
@@ -422,11 +425,30 @@ pub fn progress(what: &str, len: usize) -> ProgressBar {
     bar
 }
 
+/// An app directory written for this run, removed when it ends.
+struct PulledApp(PathBuf);
+
+impl Drop for PulledApp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// `spinbench compare`: runs the plan and writes the report; prints where it is.
 pub fn main(args: &CompareArgs) -> Result<()> {
     let started = Instant::now();
     let baseline = args.keep.read_baseline()?;
-    let file = BenchFile::load(&args.from)?;
+    // An app given by OCI reference is pulled (blobs into the default cache)
+    // and written into a directory of this run's, removed at its end.
+    let pulled =
+        PulledApp(std::env::temp_dir().join(format!("spinbench-app-{}", std::process::id())));
+    let from = if crate::registry::is_reference(&args.from) {
+        crate::registry::pull_app(&args.from, &args.registry, None, Some(&pulled.0))?;
+        pulled.0.clone()
+    } else {
+        args.from.clone()
+    };
+    let file = BenchFile::load(&from)?;
     let plan = Plan::from_args(args, functions(&file)?)?;
     let paths = Paths::new(&file)?;
     let out_dir = args.results_dir.join(crate::report::timestamp());

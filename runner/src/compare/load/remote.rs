@@ -75,6 +75,7 @@ pub fn main(args: &LoadArgs) -> Result<()> {
         command_hosts: Vec::new(),
         // The server is elsewhere: nothing to pin it away from.
         pin: crate::compare::pin::PinArg::Off,
+        registry: crate::registry::RegistryOptions::default(),
     };
     let file = crate::benchfile::BenchFile::load(&args.from)?;
     let plan = Plan::from_args(&compare_args, crate::compare::functions(&file)?)?;

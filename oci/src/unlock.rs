@@ -1,0 +1,259 @@
+//! A locked app made an app directory that `spinbench serve`, `compare` and
+//! `spin up` all read: a Spin manifest (v2) written from the locked app, each
+//! component's wasm under `wasm/` and its files under `files/<id>/`, mounted
+//! at the guest's `/`, as Spin 4.0.2's OCI loader mounts them
+//! (spinframework/spin v4.0.2 `crates/oci/src/loader.rs`,
+//! `resolve_component_content_refs`). Content is taken from the blobs by
+//! digest, each checked, or from the locked app where it is inline.
+//!
+//! What a locked app can say that spinbench cannot serve is refused here, in
+//! one line: a component whose dependencies were pushed uncomposed, and
+//! `*.spin.internal` service chaining required. Everything else is left to
+//! the manifest's own checks, as for an app on disk.
+
+use crate::locked::{ContentRef, LockedApp, LockedComponent, SERVICE_CHAINING};
+use crate::store::Blobs;
+use anyhow::{Context, Result, bail, ensure};
+use serde_json::{Map, Value};
+use spinbench_host::manifest::Digest;
+use std::path::{Component, Path};
+use toml::Table;
+
+/// The manifest in an app directory.
+pub const MANIFEST_FILE: &str = "spin.toml";
+
+/// What each `must_understand` entry asks, and whether spinbench meets it
+/// (by meeting every host requirement it names, which [`check`] does).
+const UNDERSTOOD: &[&str] = &["host_requirements", "component_host_requirements"];
+
+/// Writes `app` into `dir` (which exists and is empty): `spin.toml`, `wasm/`, `files/`.
+pub fn write_app(app: &LockedApp, blobs: &dyn Blobs, dir: &Path) -> Result<()> {
+    check(app)?;
+    let mut manifest = Table::new();
+    manifest.insert("spin_manifest_version".into(), 2.into());
+    manifest.insert("application".into(), application(app)?.into());
+    if !app.variables.is_empty() {
+        manifest.insert("variables".into(), variables(app).into());
+    }
+    let mut triggers = Table::new();
+    for trigger in &app.triggers {
+        let mut table: Table = toml_value(&trigger.trigger_config)?
+            .try_into()
+            .with_context(|| format!("trigger {:?}: its config is not a table", trigger.id))?;
+        table.insert("id".into(), trigger.id.clone().into());
+        triggers
+            .entry(trigger.trigger_type.clone())
+            .or_insert_with(|| toml::Value::Array(Vec::new()))
+            .as_array_mut()
+            .expect("an array")
+            .push(table.into());
+    }
+    manifest.insert("trigger".into(), triggers.into());
+    let mut components = Table::new();
+    for component in &app.components {
+        let table = write_component(component, blobs, dir)
+            .with_context(|| format!("component {:?}", component.id))?;
+        components.insert(component.id.clone(), table.into());
+    }
+    manifest.insert("component".into(), components.into());
+    let text = format!(
+        "# Written by spinbench from the locked app of a registry artifact.\n{}",
+        toml::to_string(&manifest)?
+    );
+    std::fs::write(dir.join(MANIFEST_FILE), text)?;
+    Ok(())
+}
+
+/// Refuses, in one line, what spinbench cannot serve of a locked app.
+fn check(app: &LockedApp) -> Result<()> {
+    if let Some(unknown) = app
+        .must_understand
+        .iter()
+        .find(|field| !UNDERSTOOD.contains(&field.as_str()))
+    {
+        bail!("the app requires its host to understand {unknown:?}, which Spin 4.0.2 does not");
+    }
+    let chaining = crate::locked::requirement_is_required(&app.host_requirements, SERVICE_CHAINING)
+        || app.components.iter().any(|c| c.requires(SERVICE_CHAINING));
+    if chaining {
+        bail!(
+            "the app requires local service chaining (`*.spin.internal`), which spinbench serve does not do; `spin up` runs this app"
+        );
+    }
+    if let Some(component) = app.components.iter().find(|c| !c.dependencies.is_empty()) {
+        bail!(
+            "component {:?} was pushed with its dependencies uncomposed (`spin registry push --compose=false`), and spinbench does not compose components; push it with `--compose` or run it with `spin up`",
+            component.id
+        );
+    }
+    Ok(())
+}
+
+/// `[application]` from the locked app's metadata.
+fn application(app: &LockedApp) -> Result<Table> {
+    let mut table = Table::new();
+    for key in ["name", "version", "description"] {
+        if let Some(value) = app.metadata_str(key) {
+            table.insert(key.into(), value.into());
+        }
+    }
+    if !table.contains_key("name") {
+        table.insert("name".into(), "app".into());
+    }
+    if let Some(authors) = app.metadata.get("authors") {
+        table.insert("authors".into(), toml_value(authors)?);
+    }
+    let settings: Map<String, Value> = app
+        .metadata
+        .get("triggers")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let settings: Map<String, Value> = settings
+        .into_iter()
+        .filter(|(_, value)| value.as_object().is_some_and(|table| !table.is_empty()))
+        .collect();
+    if !settings.is_empty() {
+        table.insert("trigger".into(), toml_value(&settings)?);
+    }
+    Ok(table)
+}
+
+/// `[variables]`: a locked variable without a default is a required one.
+fn variables(app: &LockedApp) -> Table {
+    let mut variables = Table::new();
+    for (name, variable) in &app.variables {
+        let mut table = Table::new();
+        match &variable.default {
+            Some(default) => table.insert("default".into(), default.clone().into()),
+            None => table.insert("required".into(), true.into()),
+        };
+        if variable.secret {
+            table.insert("secret".into(), true.into());
+        }
+        if let Some(description) = &variable.description {
+            table.insert("description".into(), description.clone().into());
+        }
+        variables.insert(name.clone(), table.into());
+    }
+    variables
+}
+
+/// `[component.<id>]`, its wasm and files written into `dir`.
+fn write_component(component: &LockedComponent, blobs: &dyn Blobs, dir: &Path) -> Result<Table> {
+    let mut table = Table::new();
+    let wasm = Path::new("wasm").join(content_name(&component.source.content, "wasm")?);
+    place(&component.source.content, blobs, &dir.join(&wasm))?;
+    table.insert("source".into(), wasm.to_string_lossy().into_owned().into());
+    if let Some(description) = component.metadata.get("description") {
+        table.insert("description".into(), toml_value(description)?);
+    }
+    for (key, metadata) in [
+        ("allowed_outbound_hosts", "allowed_outbound_hosts"),
+        ("key_value_stores", "key_value_stores"),
+        ("sqlite_databases", "databases"),
+        ("ai_models", "ai_models"),
+    ] {
+        let list = component.metadata_list(metadata);
+        if !list.is_empty() {
+            table.insert(key.into(), list.into());
+        }
+    }
+    if !component.env.is_empty() {
+        table.insert("environment".into(), toml_value(&component.env)?);
+    }
+    if !component.config.is_empty() {
+        table.insert("variables".into(), toml_value(&component.config)?);
+    }
+    if !component.files.is_empty() {
+        let root = Path::new("files").join(&component.id);
+        std::fs::create_dir_all(dir.join(&root))?;
+        for file in &component.files {
+            ensure!(
+                !file.path.is_empty()
+                    && Path::new(&file.path)
+                        .components()
+                        .all(|part| matches!(part, Component::Normal(_))),
+                "file {:?}: not a relative path inside the component's files",
+                file.path
+            );
+            place(&file.content, blobs, &dir.join(&root).join(&file.path))
+                .with_context(|| format!("file {:?}", file.path))?;
+        }
+        let mut mount = Table::new();
+        mount.insert("source".into(), root.to_string_lossy().into_owned().into());
+        mount.insert("destination".into(), "/".into());
+        table.insert("files".into(), vec![toml::Value::Table(mount)].into());
+    }
+    Ok(table)
+}
+
+/// A file name for content: its digest's hex, else a placeholder.
+fn content_name(content: &ContentRef, extension: &str) -> Result<String> {
+    Ok(match &content.digest {
+        Some(digest) => format!("{}.{extension}", Digest::parse(digest)?.hex()),
+        None => format!("inline.{extension}"),
+    })
+}
+
+/// Writes content at `target`: inline bytes (checked against the digest
+/// when one is given), else the blob of its digest, hard-linked where it
+/// can be (the same file system), copied where not.
+fn place(content: &ContentRef, blobs: &dyn Blobs, target: &Path) -> Result<()> {
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let digest = content.digest.as_deref().map(Digest::parse).transpose()?;
+    if let Some(bytes) = &content.inline {
+        if let Some(digest) = digest {
+            let actual = Digest::of(bytes);
+            ensure!(
+                actual == digest,
+                "inline content is {actual}, not its digest {digest}"
+            );
+        }
+        std::fs::write(target, bytes)?;
+        return Ok(());
+    }
+    let Some(digest) = digest else {
+        bail!("content has neither a digest nor inline bytes");
+    };
+    let blob = blobs.checked_path(digest)?;
+    match std::fs::hard_link(&blob, target) {
+        Ok(()) => Ok(()),
+        // Named by its digest, placed already (two components share a wasm):
+        // never copied onto itself, which would empty the blob it links.
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(_) => std::fs::copy(&blob, target)
+            .map(drop)
+            .with_context(|| format!("copying {} to {}", blob.display(), target.display())),
+    }
+}
+
+/// A JSON value as TOML (objects become tables; nulls are dropped, TOML has none).
+fn toml_value(value: &impl serde::Serialize) -> Result<toml::Value> {
+    let json = strip_nulls(serde_json::to_value(value)?);
+    Ok(toml::Value::try_from(json)?)
+}
+
+fn strip_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, strip_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .filter(|v| !v.is_null())
+                .map(strip_nulls)
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,158 @@
+use super::*;
+use crate::artifact::tests::{module, write_app as write_source_app};
+use crate::store::Store;
+use spinbench_host::manifest::Manifest;
+
+/// A store holding `blobs`.
+fn store_with(dir: &Path, blobs: &[&[u8]]) -> Store {
+    let store = Store::open(&dir.join("store")).unwrap();
+    for blob in blobs {
+        store.write(Digest::of(blob), blob).unwrap();
+    }
+    store
+}
+
+#[test]
+fn a_pushed_app_comes_back_as_the_same_app() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    std::fs::create_dir(&source).unwrap();
+    write_source_app(&source);
+    let locked = crate::lock::lock(&source.join("spin.toml"), None).unwrap();
+    let artifact = crate::artifact::assemble(&locked, false).unwrap();
+    let store = Store::open(&dir.path().join("store")).unwrap();
+    for layer in &artifact.layers {
+        store.write(Digest::of(&layer.data), &layer.data).unwrap();
+    }
+    let app_dir = dir.path().join("app");
+    std::fs::create_dir(&app_dir).unwrap();
+    write_app(&artifact.locked, &store, &app_dir).unwrap();
+
+    let manifest = Manifest::load(&app_dir.join(MANIFEST_FILE)).unwrap();
+    spinbench_host::manifest::hosting::check(&manifest).unwrap();
+    assert_eq!(manifest.application.name(), "pinned");
+    assert_eq!(manifest.application.version(), Some("1.2.3"));
+    assert_eq!(manifest.http_base(), "/base");
+    let routes: Vec<String> = manifest
+        .http_routes()
+        .iter()
+        .map(|r| r.route.clone())
+        .collect();
+    assert_eq!(routes, ["/a/...", "/b", "/static"]);
+    assert_eq!(
+        manifest.trigger.http[1].wagi().unwrap().argv,
+        "${SCRIPT_NAME}"
+    );
+    assert!(manifest.variables["token"].required);
+    assert_eq!(
+        manifest.variables["greeting"].default.as_deref(),
+        Some("hi")
+    );
+    let a = &manifest.component["a"];
+    assert_eq!(a.environment["MODE"], "test");
+    assert_eq!(a.variables["message"], "{{ greeting }}");
+    assert_eq!(a.sqlite_databases, ["default"]);
+    assert_eq!(a.allowed_outbound_hosts.len(), 3);
+    // The same wasm for a and b, kept once by digest.
+    let wasm = std::fs::read(manifest.source_path(a).unwrap()).unwrap();
+    assert_eq!(wasm, module(1, 300));
+    assert_eq!(
+        manifest.source_path(a),
+        manifest.source_path(&manifest.component["b"])
+    );
+    // Files at the places the guest saw them, the excluded one absent.
+    let files = app_dir.join("files/a");
+    assert_eq!(
+        std::fs::read(files.join("www/small.txt")).unwrap(),
+        b"small"
+    );
+    assert_eq!(
+        std::fs::read(files.join("www/sub/large.bin"))
+            .unwrap()
+            .len(),
+        1000
+    );
+    assert!(!files.join("www/skip.tmp").exists());
+}
+
+fn locked(json: &serde_json::Value) -> LockedApp {
+    LockedApp::from_json(&serde_json::to_vec(json).unwrap()).unwrap()
+}
+
+/// A locked app written as Spin 4.0.2 writes one for an app with a route,
+/// an inline file and a component served from the blobs.
+fn spin_written(wasm: &[u8]) -> serde_json::Value {
+    serde_json::json!({
+        "spin_lock_version": 0,
+        "metadata": { "name": "from-spin", "trigger": { "type": "http" }, "triggers": {} },
+        "triggers": [{ "id": "hello-http-trigger", "trigger_type": "http",
+                       "trigger_config": { "component": "hello", "route": "/hello" } }],
+        "components": [{
+            "id": "hello",
+            "metadata": { "allowed_outbound_hosts": [] },
+            "source": { "content_type": "application/wasm", "digest": Digest::of(wasm).to_string() },
+            "files": [{ "inline": "aGk", "path": "greeting.txt" }],
+        }],
+    })
+}
+
+#[test]
+fn a_locked_app_as_spin_writes_it_is_served_from_the_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = module(3, 200);
+    let store = store_with(dir.path(), &[&wasm]);
+    let app_dir = dir.path().join("app");
+    std::fs::create_dir(&app_dir).unwrap();
+    write_app(&locked(&spin_written(&wasm)), &store, &app_dir).unwrap();
+    let manifest = Manifest::load(&app_dir.join(MANIFEST_FILE)).unwrap();
+    assert_eq!(manifest.http_routes()[0].route, "/hello");
+    let hello = &manifest.component["hello"];
+    assert_eq!(
+        std::fs::read(manifest.source_path(hello).unwrap()).unwrap(),
+        wasm
+    );
+    assert_eq!(
+        std::fs::read(app_dir.join("files/hello/greeting.txt")).unwrap(),
+        b"hi"
+    );
+}
+
+/// A change made to a locked app.
+type Change = fn(&mut serde_json::Value);
+
+#[test]
+fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
+    let wasm = module(3, 200);
+    let cases: [(&str, Change); 5] = [
+        ("uncomposed", |app| {
+            app["components"][0]["dependencies"] = serde_json::json!({ "a:b/c": { "source": {} } });
+        }),
+        ("service chaining", |app| {
+            app["components"][0]["host_requirements"] =
+                serde_json::json!({ "local_service_chaining": "required" });
+        }),
+        ("not a relative path", |app| {
+            app["components"][0]["files"][0]["path"] = "../escape".into();
+        }),
+        ("cannot find", |app| {
+            app["components"][0]["source"]["digest"] = Digest::of(b"absent").to_string().into();
+        }),
+        ("not its digest", |app| {
+            app["components"][0]["files"][0]["digest"] = Digest::of(b"other").to_string().into();
+        }),
+    ];
+    for (expected, change) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with(dir.path(), &[&wasm]);
+        let mut json = spin_written(&wasm);
+        change(&mut json);
+        let app_dir = dir.path().join("app");
+        std::fs::create_dir(&app_dir).unwrap();
+        let error = format!(
+            "{:#}",
+            write_app(&locked(&json), &store, &app_dir).unwrap_err()
+        );
+        assert!(error.contains(expected), "{expected}: {error}");
+        assert!(!error.contains('\n'), "{error}");
+    }
+}

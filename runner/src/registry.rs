@@ -1,0 +1,209 @@
+//! `spinbench registry push|pull|login`, and the apps `serve -f` and `compare
+//! -f` take by OCI reference: Spin's registry commands (`spin registry`,
+//! `spin up -f <reference>`), on the `spinbench-oci` crate.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use spinbench_host::instance::compiled_cache;
+use spinbench_host::manifest;
+use spinbench_oci::{Options, Pulled};
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct RegistryArgs {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Push an app to a registry as Spin's OCI artifact (`spin registry push`).
+    Push(PushArgs),
+    /// Pull an app from a registry into the cache, or into a directory with -o.
+    Pull(PullArgs),
+    /// Check credentials against a registry and keep them for push and pull (`spin registry login`).
+    Login(LoginArgs),
+}
+
+/// Where a registry is reached and where pulled apps are kept; shared by
+/// `registry`, `serve` and `compare`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RegistryOptions {
+    /// Talk to the registry over plain HTTP, not HTTPS (Spin's flag): for a registry on loopback.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+}
+
+impl RegistryOptions {
+    /// With the store under `cache_dir` (the compiled-code cache's
+    /// directory), or under the default one.
+    pub fn options(&self, cache_dir: Option<&Path>) -> Result<Options> {
+        let cache_dir = match cache_dir {
+            Some(dir) => dir.to_path_buf(),
+            None => compiled_cache::default_dir()
+                .context("no cache directory for pulled apps: set XDG_CACHE_HOME or HOME, or give --cache-dir")?,
+        };
+        Ok(Options {
+            insecure: self.insecure,
+            store: Options::store_under(&cache_dir),
+            cache_dir: Some(cache_dir),
+        })
+    }
+}
+
+#[derive(Args)]
+struct PushArgs {
+    /// The app: a Spin manifest, or a directory holding spin.toml.
+    #[arg(short = 'f', long = "from", default_value = manifest::DEFAULT_FILE)]
+    from: PathBuf,
+    /// The reference to push to: <registry>/<repository>:<tag>.
+    reference: String,
+    #[command(flatten)]
+    registry: RegistryOptions,
+    /// Where `source = { url }` components are kept [default: $XDG_CACHE_HOME/spinbench or ~/.cache/spinbench].
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct PullArgs {
+    /// The reference to pull: <registry>/<repository>:<tag> or @sha256:<digest>.
+    reference: String,
+    /// Write the app (spin.toml, wasm/, files/) into this directory, which must not exist or be empty.
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    registry: RegistryOptions,
+    /// The cache pulled blobs are kept in (under registry/) [default: $XDG_CACHE_HOME/spinbench or ~/.cache/spinbench].
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct LoginArgs {
+    /// The registry: a host[:port], or its URL.
+    server: String,
+    #[arg(short = 'u', long)]
+    username: String,
+    /// The password (visible to other users in the process list: prefer --password-stdin).
+    #[arg(short = 'p', long, conflicts_with = "password_stdin")]
+    password: Option<String>,
+    /// Read the password from the first line of stdin.
+    #[arg(long)]
+    password_stdin: bool,
+    #[command(flatten)]
+    registry: RegistryOptions,
+}
+
+pub fn main(args: &RegistryArgs) -> Result<()> {
+    match &args.command {
+        Command::Push(args) => {
+            let manifest = manifest::resolve_path(&args.from);
+            let options = args.registry.options(args.cache_dir.as_deref())?;
+            let pushed = spinbench_oci::push(&manifest, &args.reference, &options)?;
+            println!(
+                "Pushed {} with digest {} ({} layers, {})",
+                args.reference,
+                pushed.digest,
+                pushed.layers,
+                kib(pushed.bytes)
+            );
+            Ok(())
+        }
+        Command::Pull(args) => {
+            let options = args.registry.options(args.cache_dir.as_deref())?;
+            let pulled = match &args.output {
+                Some(dir) => spinbench_oci::pull_into(&args.reference, &options, dir)?,
+                None => spinbench_oci::pull(&args.reference, &options)?,
+            };
+            report(&args.reference, &pulled);
+            println!("{}", pulled.manifest_path().display());
+            Ok(())
+        }
+        Command::Login(args) => {
+            let password = match (&args.password, args.password_stdin) {
+                (Some(password), _) => password.clone(),
+                (None, true) => {
+                    let mut line = String::new();
+                    std::io::stdin().lock().read_line(&mut line)?;
+                    line.trim_end_matches(['\r', '\n']).to_string()
+                }
+                (None, false) => bail!("give the password with --password-stdin (or --password)"),
+            };
+            let file = spinbench_oci::login(
+                &args.server,
+                &args.username,
+                &password,
+                args.registry.insecure,
+            )?;
+            println!(
+                "Logged in to {}; credentials kept in {}",
+                args.server,
+                file.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Whether `-f` names an OCI reference: no such path exists, and it reads
+/// as one by Spin's rule.
+pub fn is_reference(from: &Path) -> bool {
+    !from.exists() && spinbench_oci::is_probably_reference(&from.to_string_lossy())
+}
+
+/// The manifest `-f` names: a file or directory as it is, or an OCI
+/// reference's app, pulled ([`pull_app`]) into the store.
+pub fn resolve_app(
+    from: &Path,
+    registry: &RegistryOptions,
+    cache_dir: Option<&Path>,
+) -> Result<PathBuf> {
+    if is_reference(from) {
+        pull_app(from, registry, cache_dir, None)
+    } else {
+        Ok(manifest::resolve_path(from))
+    }
+}
+
+/// The manifest of `reference`'s app, pulled into the store under
+/// `cache_dir` and kept there, or written into `into`; one line on stderr
+/// says what was downloaded.
+pub fn pull_app(
+    reference: &Path,
+    registry: &RegistryOptions,
+    cache_dir: Option<&Path>,
+    into: Option<&Path>,
+) -> Result<PathBuf> {
+    let text = reference.to_string_lossy();
+    let options = registry.options(cache_dir)?;
+    let pulled = match into {
+        Some(dir) => spinbench_oci::pull_into(&text, &options, dir)?,
+        None => spinbench_oci::pull(&text, &options)?,
+    };
+    report(&text, &pulled);
+    Ok(pulled.manifest_path())
+}
+
+/// One line on stderr: what was pulled, and what it cost.
+fn report(reference: &str, pulled: &Pulled) {
+    let downloaded = pulled.downloaded;
+    if downloaded.blobs == 0 {
+        eprintln!(
+            "{reference}: {} from the cache, nothing downloaded",
+            pulled.digest
+        );
+    } else {
+        eprintln!(
+            "{reference}: {} pulled, {} blobs downloaded ({})",
+            pulled.digest,
+            downloaded.blobs,
+            kib(downloaded.bytes)
+        );
+    }
+}
+
+fn kib(bytes: u64) -> String {
+    format!("{:.1} KiB", bytes as f64 / 1024.0)
+}

@@ -1,0 +1,158 @@
+//! The container's environment (the OCI spec's `process.env`), read as
+//! SpinKube's shim reads it (spinframework/containerd-shim-spin v0.24.0,
+//! `src/constants.rs`, `src/engine.rs`, `src/utils.rs`): where to listen, the
+//! memory of one instance, and application variables. The shim's own process
+//! environment is not the container's and is never read for these.
+
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// Where the HTTP trigger listens; the Spin shim's variable.
+const LISTEN_ADDR: &str = "SPIN_HTTP_LISTEN_ADDR";
+/// The Spin shim's default: every interface of the pod, port 80.
+pub const DEFAULT_LISTEN_ADDR: &str = "0.0.0.0:80";
+/// Bytes one instance's linear memory may grow to: what the operator sets from
+/// a `SpinApp`'s `invocationLimits.memory`.
+const MAX_INSTANCE_MEMORY: &str = "SPIN_MAX_INSTANCE_MEMORY";
+/// The `SpinApp`'s `components`: serve only these. Not served here (below).
+const COMPONENTS_TO_RETAIN: &str = "SPIN_COMPONENTS_TO_RETAIN";
+/// Application variable `name` is `SPIN_VARIABLE_<NAME>`.
+const VARIABLE_PREFIX: &str = "SPIN_VARIABLE_";
+
+/// The container's `NAME=value` pairs.
+#[derive(Debug, Clone, Default)]
+pub struct ContainerEnv(BTreeMap<String, String>);
+
+impl ContainerEnv {
+    pub fn new(pairs: &[String]) -> Self {
+        Self(
+            pairs
+                .iter()
+                .map(|pair| {
+                    let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+                    (name.to_string(), value.to_string())
+                })
+                .collect(),
+        )
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// `SPIN_HTTP_LISTEN_ADDR`, else `0.0.0.0:80`; a host name is resolved.
+    pub fn listen_addr(&self) -> Result<SocketAddr> {
+        let text = self.get(LISTEN_ADDR).unwrap_or(DEFAULT_LISTEN_ADDR);
+        text.to_socket_addrs()
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .with_context(|| format!("{LISTEN_ADDR}={text:?} is not an address to listen on"))
+    }
+
+    /// `SPIN_MAX_INSTANCE_MEMORY` in bytes, if set.
+    pub fn max_instance_memory(&self) -> Result<Option<usize>> {
+        let Some(text) = self.get(MAX_INSTANCE_MEMORY) else {
+            return Ok(None);
+        };
+        match text.parse::<usize>() {
+            Ok(bytes) if bytes > 0 => Ok(Some(bytes)),
+            _ => bail!("{MAX_INSTANCE_MEMORY}={text:?} is not a number of bytes above 0"),
+        }
+    }
+
+    /// Refuses what is asked of the shim and not done: serving a subset of the
+    /// app's components (serving them all would expose what was left out).
+    pub fn check_unsupported(&self) -> Result<()> {
+        if let Some(list) = self.get(COMPONENTS_TO_RETAIN) {
+            bail!(
+                "{COMPONENTS_TO_RETAIN}={list:?}: serving only some of an app's components is not supported; deploy an app with only those components"
+            );
+        }
+        Ok(())
+    }
+
+    /// The environment application variables are read from: the container's,
+    /// where `NAME` sets variable `name` over `SPIN_VARIABLE_NAME`, as the Spin
+    /// shim copies each variable's upper-cased name into its prefixed form.
+    pub fn variables(&self) -> BTreeMap<String, String> {
+        let mut env = self.0.clone();
+        for (name, value) in &self.0 {
+            if !name.starts_with(VARIABLE_PREFIX) {
+                env.insert(format!("{VARIABLE_PREFIX}{name}"), value.clone());
+            }
+        }
+        env
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[&str]) -> ContainerEnv {
+        ContainerEnv::new(&pairs.iter().map(|p| (*p).to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn the_listen_address_defaults_to_the_spin_shims() {
+        assert_eq!(
+            env(&[]).listen_addr().unwrap(),
+            "0.0.0.0:80".parse().unwrap()
+        );
+        assert_eq!(
+            env(&["SPIN_HTTP_LISTEN_ADDR=127.0.0.1:3001"])
+                .listen_addr()
+                .unwrap(),
+            "127.0.0.1:3001".parse().unwrap()
+        );
+        let error = env(&["SPIN_HTTP_LISTEN_ADDR=nonsense"])
+            .listen_addr()
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("SPIN_HTTP_LISTEN_ADDR"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn instance_memory_is_bytes() {
+        assert_eq!(env(&[]).max_instance_memory().unwrap(), None);
+        assert_eq!(
+            env(&["SPIN_MAX_INSTANCE_MEMORY=16777216"])
+                .max_instance_memory()
+                .unwrap(),
+            Some(16 << 20)
+        );
+        for bad in ["16Mi", "0", "-1"] {
+            let error = env(&[&format!("SPIN_MAX_INSTANCE_MEMORY={bad}")])
+                .max_instance_memory()
+                .unwrap_err();
+            assert!(error.to_string().contains(bad), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_plain_name_sets_its_variable_over_the_prefixed_one() {
+        let vars = env(&[
+            "SPIN_VARIABLE_GREETING=prefixed",
+            "GREETING=plain",
+            "SPIN_VARIABLE_ONLY=kept",
+        ])
+        .variables();
+        assert_eq!(vars["SPIN_VARIABLE_GREETING"], "plain");
+        assert_eq!(vars["SPIN_VARIABLE_ONLY"], "kept");
+    }
+
+    #[test]
+    fn retaining_components_is_refused() {
+        assert!(env(&[]).check_unsupported().is_ok());
+        let error = env(&["SPIN_COMPONENTS_TO_RETAIN=hello"])
+            .check_unsupported()
+            .unwrap_err();
+        assert!(error.to_string().contains("hello"), "{error}");
+    }
+}
