@@ -15,11 +15,11 @@
 //!   [`server`], which puts it behind an HTTP/1.1 listener.
 
 mod app;
-pub mod manifest;
 pub mod capabilities;
 pub mod front;
 pub mod instance;
 mod logger;
+pub mod manifest;
 mod server;
 
 pub use app::{Host, HostOptions};

@@ -12,9 +12,9 @@ mod spin_build;
 mod stats;
 
 use anyhow::Result;
-use spinbench_host::{self as host, manifest};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use duration::DurationArg;
+use spinbench_host::{self as host, manifest};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -2,8 +2,8 @@
 //! (spinframework/spin `crates/build/src/lib.rs`: each command through the
 //! shell, in order, in the manifest's directory or the component's `workdir`).
 
-use spinbench_host::manifest::{Build, Manifest};
 use anyhow::{Context, Result, bail};
+use spinbench_host::manifest::{Build, Manifest};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

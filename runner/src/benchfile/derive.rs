@@ -4,8 +4,8 @@
 //! trailing `/...` dropped), and the default load (10 users). It is written
 //! beside the manifest, for the user to edit, unless a file is there already.
 
-use spinbench_host::manifest::{self, Manifest};
 use anyhow::{Context, Result};
+use spinbench_host::manifest::{self, Manifest};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

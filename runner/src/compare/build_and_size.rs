@@ -3,11 +3,11 @@
 //! code back from the runner's cache costs instead.
 
 use super::{Function, Run};
-use spinbench_host::{Host, HostOptions, Origin, PoolSizing};
-use spinbench_host::manifest::Manifest;
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Result, bail};
+use spinbench_host::manifest::Manifest;
+use spinbench_host::{Host, HostOptions, Origin, PoolSizing};
 
 const MEASUREMENT: Measurement = Measurement::BuildAndSize;
 

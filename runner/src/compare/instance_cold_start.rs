@@ -8,12 +8,12 @@ use super::hosts::{self, Cache, HostKind, Server};
 use super::http::Request;
 use super::outcome::MeasureError;
 use super::{Function, Run};
-use spinbench_host::{Host, HostOptions};
-use spinbench_host::manifest::Manifest;
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
+use spinbench_host::manifest::Manifest;
+use spinbench_host::{Host, HostOptions};
 use std::time::{Duration, Instant};
 
 const MEASUREMENT: Measurement = Measurement::InstanceColdStart;
