@@ -25,20 +25,31 @@ pub use http::{
 };
 
 /// The function set: the component ids of the repository's benchmark file
-/// (spinbench.toml), each also its route and its `<id>-native` binary's name.
+/// (spinbench.toml) in spin.toml, each also its route and its `<id>-native`
+/// binary's name. The file's components from other apps (its `manifest` key:
+/// the same hello in Python and JavaScript) are [`other_apps_hellos`].
 pub fn functions() -> &'static [&'static str] {
     static IDS: OnceLock<Vec<&'static str>> = OnceLock::new();
-    IDS.get_or_init(|| {
-        let path = workspace_root().join("spinbench.toml");
-        let text = std::fs::read_to_string(&path).expect("spinbench.toml at the repo root");
-        let file: toml::Table = toml::from_str(&text).expect("spinbench.toml is TOML");
-        file["component"]
-            .as_array()
-            .expect("[[component]] tables")
-            .iter()
-            .map(|c| &*c["id"].as_str().expect("a component id").to_string().leak())
-            .collect()
-    })
+    IDS.get_or_init(|| benchmark_file_ids(false))
+}
+
+/// The benchmark file's components from other apps' manifests.
+pub fn other_apps_hellos() -> &'static [&'static str] {
+    static IDS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    IDS.get_or_init(|| benchmark_file_ids(true))
+}
+
+fn benchmark_file_ids(other_apps: bool) -> Vec<&'static str> {
+    let path = workspace_root().join("spinbench.toml");
+    let text = std::fs::read_to_string(&path).expect("spinbench.toml at the repo root");
+    let file: toml::Table = toml::from_str(&text).expect("spinbench.toml is TOML");
+    file["component"]
+        .as_array()
+        .expect("[[component]] tables")
+        .iter()
+        .filter(|c| c.get("manifest").is_some() == other_apps)
+        .map(|c| &*c["id"].as_str().expect("a component id").to_string().leak())
+        .collect()
 }
 
 pub fn workspace_root() -> PathBuf {
