@@ -105,10 +105,13 @@ fn past_spins_counts() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Components that grow past a limit at run time.
+/// Traps unless `grow` (a `memory.grow` or `table.grow`) succeeded.
+fn trap_unless_grown(grow: &str) -> String {
+    format!("(if (i32.eq ({grow}) (i32.const -1)) (then unreachable))")
+}
+
+/// Components that grow past a limit at run time (the first: memory to 17 MiB).
 fn growing_past_the_limits() -> Vec<(&'static str, String)> {
-    let trap_unless_grown =
-        |grow: &str| format!("(if (i32.eq ({grow}) (i32.const -1)) (then unreachable))");
     vec![
         (
             "memory grown to 17 MiB",
@@ -241,17 +244,10 @@ fn a_component_past_the_default_counts_is_served_with_the_pool_sized_for_it() {
 /// flag's 16 MiB: growing to 17 MiB is still a 500.
 #[test]
 fn a_component_that_starts_past_the_cap_gets_its_own_and_its_neighbours_keep_theirs() {
-    let grow_to = |mib: u32| {
-        format!(
-            "(if (i32.eq (memory.grow (i32.const {})) (i32.const -1)) (then unreachable))",
-            mib * 16 - 272
-        )
-    };
-    let small = component(
-        "",
-        &format!("(if (i32.eq (memory.grow (i32.const 271)) (i32.const -1)) (then unreachable))"),
-        "",
-    );
+    // From 272 pages of 64 KiB (17 MiB) to `mib` MiB.
+    let grow_to =
+        |mib: u32| trap_unless_grown(&format!("memory.grow (i32.const {})", mib * 16 - 272));
+    let (_, small) = growing_past_the_limits().swap_remove(0);
     let within = component_with_memory(272, "", &grow_to(32), "");
     let past = component_with_memory(272, "", &grow_to(34), "");
     let (_dir, manifest) = app_of(&[("small", &small), ("within", &within), ("past", &past)]);

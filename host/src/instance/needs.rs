@@ -86,19 +86,6 @@ impl Needs {
             initial_table: self.initial_table.max(other.initial_table),
         }
     }
-
-    /// The larger of each need: what a pool must allow for either.
-    pub fn max(self, other: Needs) -> Needs {
-        Needs {
-            core_instances: self.core_instances.max(other.core_instances),
-            memories: self.memories.max(other.memories),
-            tables: self.tables.max(other.tables),
-            memories_per_module: self.memories_per_module.max(other.memories_per_module),
-            tables_per_module: self.tables_per_module.max(other.tables_per_module),
-            initial_memory: self.initial_memory.max(other.initial_memory),
-            initial_table: self.initial_table.max(other.initial_table),
-        }
-    }
 }
 
 enum Frame {

@@ -44,7 +44,7 @@ fn each_instantiation_counts_and_imported_memories_do_not() {
 #[test]
 fn a_nested_component_counts_each_time_it_is_instantiated() {
     let found = needs(
-        r#"(component
+        r"(component
              (core module $m (memory 1))
              (component $inner
                (core module $n (table 1 funcref))
@@ -56,7 +56,7 @@ fn a_nested_component_counts_each_time_it_is_instantiated() {
              (instance (instantiate $inner))
              (instance (instantiate $inner))
              (instance (instantiate $outer_alias))
-             (core instance (instantiate $m)))"#,
+             (core instance (instantiate $m)))",
     )
     .unwrap();
     assert_eq!(found.core_instances, 6);
