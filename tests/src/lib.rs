@@ -302,6 +302,17 @@ pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
 /// `make build`), with the e2e compiled-code cache, `state_dir` as its state
 /// directory and `extra` arguments (a runtime config file, say).
 pub fn serve_test_app(app: &str, wasm: &str, state_dir: &Path, extra: &[&str]) -> Server {
+    serve_test_app_with_env(app, wasm, state_dir, extra, &[])
+}
+
+/// [`serve_test_app`], with `env` in its environment (`SPIN_VARIABLE_<NAME>`, say).
+pub fn serve_test_app_with_env(
+    app: &str,
+    wasm: &str,
+    state_dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Server {
     let dir = built_app(app, wasm);
     let cache = workspace_root().join("target/e2e-cache");
     let mut args = vec![
@@ -315,7 +326,15 @@ pub fn serve_test_app(app: &str, wasm: &str, state_dir: &Path, extra: &[&str]) -
     ];
     args.extend_from_slice(extra);
     let label = Path::new(app).file_name().unwrap().to_str().unwrap();
-    Server::start(label, &artifact("release/spinbench"), &args)
+    Server::start_configured(
+        label,
+        &artifact("release/spinbench"),
+        &args,
+        |command, addr| {
+            listen_flag(command, addr);
+            command.envs(env.iter().copied());
+        },
+    )
 }
 
 /// `spinbench serve` of `manifest` on a free port, run until it exits (within a
@@ -389,6 +408,18 @@ pub fn built_app(app: &str, wasm: &str) -> PathBuf {
         "{app}/{wasm} is not built: run `make build` first"
     );
     dir
+}
+
+/// A copy of the test app `app` (its manifest and its built component `wasm`)
+/// in a fresh directory, so that what `compare` writes beside it stays out of the tree.
+pub fn built_app_copy(app: &str, wasm: &str) -> tempfile::TempDir {
+    let built = built_app(app, wasm);
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(built.join("spin.toml"), copy.path().join("spin.toml")).unwrap();
+    let copied = copy.path().join(wasm);
+    std::fs::create_dir_all(copied.parent().unwrap()).unwrap();
+    std::fs::copy(built.join(wasm), &copied).unwrap();
+    copy
 }
 
 /// The full path of `program` if it is on `PATH` (hosts this repository does not

@@ -14,7 +14,7 @@
 //! release's side by side (`instance::prepare`).
 
 use e2e::report as support;
-use e2e::{Server, artifact, get, send, workspace_root};
+use e2e::{Server, get, send};
 use std::path::Path;
 
 /// Each app: its directory, its built component, and its words at start.
@@ -46,28 +46,12 @@ const JAVASCRIPT: App = App {
 /// `spinbench serve -f` of `app` with a fresh state directory, its greeting
 /// variable set from the environment as `spin up` takes it.
 fn serve(app: &App, state: &Path) -> Server {
-    let dir = e2e::built_app(app.dir, app.wasm);
-    let cache = workspace_root().join("target/e2e-cache");
-    let args = [
-        "serve",
-        "-f",
-        dir.to_str().unwrap(),
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-    ];
-    let label = app.dir.rsplit('/').next().unwrap();
-    Server::start_configured(
-        label,
-        &artifact("release/spinbench"),
-        &args,
-        |command, addr| {
-            command
-                .arg("--listen")
-                .arg(addr.to_string())
-                .env("SPIN_VARIABLE_GREETING", "Howdy");
-        },
+    e2e::serve_test_app_with_env(
+        app.dir,
+        app.wasm,
+        state,
+        &[],
+        &[("SPIN_VARIABLE_GREETING", "Howdy")],
     )
 }
 
@@ -141,12 +125,7 @@ fn a_build_tools_javascript_app_answers_every_route() {
 /// again, the empty-cache process starts and the compile time, take 20 s to a
 /// minute per compile for these: `make compare` measures them; CI leaves them out.)
 fn compare_measures_it_without_a_benchmark_file(app: &App, id: &str) {
-    let built = e2e::built_app(app.dir, app.wasm);
-    let copy = tempfile::tempdir().unwrap();
-    std::fs::copy(built.join("spin.toml"), copy.path().join("spin.toml")).unwrap();
-    let wasm = copy.path().join(app.wasm);
-    std::fs::create_dir_all(wasm.parent().unwrap()).unwrap();
-    std::fs::copy(built.join(app.wasm), &wasm).unwrap();
+    let copy = e2e::built_app_copy(app.dir, app.wasm);
     let report = e2e::compare(
         &[
             "-f",
@@ -165,15 +144,7 @@ fn compare_measures_it_without_a_benchmark_file(app: &App, id: &str) {
         ("instance_cold_start", "total"),
         ("load", "server_cpu_per_request"),
     ] {
-        let rows = support::metrics(&report, measurement, "wasm");
-        let row = rows
-            .iter()
-            .find(|m| m["metric"] == name)
-            .unwrap_or_else(|| panic!("{id} {measurement}: no {name} in {rows:?}"));
-        assert!(
-            row["summary"]["p50"].as_f64().is_some_and(|v| v > 0.0),
-            "{id} {measurement} {name} not measured: {row}"
-        );
+        support::assert_measured(&report, measurement, "wasm", name);
     }
 }
 
