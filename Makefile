@@ -2,7 +2,9 @@
 #   make compare   set up, build everything, run the wasm-vs-native comparison
 #   make test      set up, build everything, run every test
 # Both install what they need themselves: the wasm32-wasip2 and wasm32-wasip1
-# targets (the latter for tests/apps/spin2-sdk, a Spin 2 era app) and oha.
+# targets (the latter for tests/apps/spin2-sdk, a Spin 2 era app), oha, and
+# the Python test apps' SDKs (a virtual environment per spin-sdk version under
+# target/python/; the JavaScript app's `npm install` is its own build step).
 
 CARGO ?= cargo
 SPINBENCH := target/release/spinbench
@@ -14,6 +16,10 @@ COMPARE_ARGS ?=
 NODE := $(shell command -v protoc >/dev/null && pkg-config --exists libseccomp 2>/dev/null && echo yes)
 WORKSPACE := --workspace $(if $(NODE),,--exclude containerd-shim-spinbench)
 HOST_TRIPLE := $(shell rustc -vV | sed -n 's/^host: //p')
+PYTHON ?= python3
+# One virtual environment per Python SDK generation, from its app's requirements.txt.
+PY_SDKS := sdk4 sdk5
+PY_VENVS := $(PY_SDKS:%=target/python/%/.installed)
 
 .PHONY: compare test build setup clean
 
@@ -49,10 +55,30 @@ endif
 	$(SPINBENCH) build -f tests/apps/mysql
 	$(SPINBENCH) build -f tests/apps/outbound
 	$(SPINBENCH) build -f tests/apps/files
+	$(MAKE) $(PY_SDKS:%=tests/apps/python/%/app.wasm) tests/apps/js/dist/js-app.wasm
 
-setup:
+# The Python and JavaScript apps, rebuilt only when their sources change (each
+# build takes 30 s to 2 min: componentize-py, npm install and componentize-js).
+# A Python app builds inside its SDK's virtual environment, as after `source
+# .venv/bin/activate`.
+tests/apps/python/%/app.wasm: tests/apps/python/handler/app.py tests/apps/python/%/spin.toml target/python/%/.installed
+	PATH="$(CURDIR)/target/python/$*/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/target/python/$*" \
+		$(SPINBENCH) build -f tests/apps/python/$*
+
+JS_APP_SOURCES := $(addprefix tests/apps/js/,spin.toml package.json package-lock.json build.mjs src/index.js wit/world.wit)
+tests/apps/js/dist/js-app.wasm: $(JS_APP_SOURCES)
+	$(SPINBENCH) build -f tests/apps/js
+
+setup: $(PY_VENVS)
 	rustup target add wasm32-wasip2 wasm32-wasip1
 	command -v oha >/dev/null || $(CARGO) install oha --locked
+
+# componentize-py and spin-sdk as requirements.txt pins them (what `pip install
+# -r requirements.txt` in the template's virtual environment installs).
+target/python/%/.installed: tests/apps/python/%/requirements.txt
+	$(PYTHON) -m venv target/python/$*
+	target/python/$*/bin/pip install --quiet --disable-pip-version-check -r $<
+	touch $@
 
 clean:
 	$(CARGO) clean

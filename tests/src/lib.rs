@@ -27,20 +27,31 @@ pub use http::{
 };
 
 /// The function set: the component ids of the repository's benchmark file
-/// (spinbench.toml), each also its route and its `<id>-native` binary's name.
+/// (spinbench.toml) in spin.toml, each also its route and its `<id>-native`
+/// binary's name. The file's components from other apps (its `manifest` key:
+/// the same hello in Python and JavaScript) are [`other_apps_hellos`].
 pub fn functions() -> &'static [&'static str] {
     static IDS: OnceLock<Vec<&'static str>> = OnceLock::new();
-    IDS.get_or_init(|| {
-        let path = workspace_root().join("spinbench.toml");
-        let text = std::fs::read_to_string(&path).expect("spinbench.toml at the repo root");
-        let file: toml::Table = toml::from_str(&text).expect("spinbench.toml is TOML");
-        file["component"]
-            .as_array()
-            .expect("[[component]] tables")
-            .iter()
-            .map(|c| &*c["id"].as_str().expect("a component id").to_string().leak())
-            .collect()
-    })
+    IDS.get_or_init(|| benchmark_file_ids(false))
+}
+
+/// The benchmark file's components from other apps' manifests.
+pub fn other_apps_hellos() -> &'static [&'static str] {
+    static IDS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    IDS.get_or_init(|| benchmark_file_ids(true))
+}
+
+fn benchmark_file_ids(other_apps: bool) -> Vec<&'static str> {
+    let path = workspace_root().join("spinbench.toml");
+    let text = std::fs::read_to_string(&path).expect("spinbench.toml at the repo root");
+    let file: toml::Table = toml::from_str(&text).expect("spinbench.toml is TOML");
+    file["component"]
+        .as_array()
+        .expect("[[component]] tables")
+        .iter()
+        .filter(|c| c.get("manifest").is_some() == other_apps)
+        .map(|c| &*c["id"].as_str().expect("a component id").to_string().leak())
+        .collect()
 }
 
 pub fn workspace_root() -> PathBuf {
@@ -300,6 +311,17 @@ pub fn runner_args(manifest: &Path, extra_args: &[&str]) -> Vec<String> {
 /// `make build`), with the e2e compiled-code cache, `state_dir` as its state
 /// directory and `extra` arguments (a runtime config file, say).
 pub fn serve_test_app(app: &str, wasm: &str, state_dir: &Path, extra: &[&str]) -> Server {
+    serve_test_app_with_env(app, wasm, state_dir, extra, &[])
+}
+
+/// [`serve_test_app`], with `env` in its environment (`SPIN_VARIABLE_<NAME>`, say).
+pub fn serve_test_app_with_env(
+    app: &str,
+    wasm: &str,
+    state_dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Server {
     let dir = built_app(app, wasm);
     let cache = workspace_root().join("target/e2e-cache");
     let mut args = vec![
@@ -313,7 +335,15 @@ pub fn serve_test_app(app: &str, wasm: &str, state_dir: &Path, extra: &[&str]) -
     ];
     args.extend_from_slice(extra);
     let label = Path::new(app).file_name().unwrap().to_str().unwrap();
-    Server::start(label, &artifact("release/spinbench"), &args)
+    Server::start_configured(
+        label,
+        &artifact("release/spinbench"),
+        &args,
+        |command, addr| {
+            listen_flag(command, addr);
+            command.envs(env.iter().copied());
+        },
+    )
 }
 
 /// `spinbench serve` of `manifest` on a free port, run until it exits (within a
@@ -414,6 +444,18 @@ pub fn is_root() -> bool {
         .unwrap_or_default()
         .lines()
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+/// A copy of the test app `app` (its manifest and its built component `wasm`)
+/// in a fresh directory, so that what `compare` writes beside it stays out of the tree.
+pub fn built_app_copy(app: &str, wasm: &str) -> tempfile::TempDir {
+    let built = built_app(app, wasm);
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(built.join("spin.toml"), copy.path().join("spin.toml")).unwrap();
+    let copied = copy.path().join(wasm);
+    std::fs::create_dir_all(copied.parent().unwrap()).unwrap();
+    std::fs::copy(built.join(wasm), &copied).unwrap();
+    copy
 }
 
 /// The full path of `program` if it is on `PATH` (hosts this repository does not

@@ -32,3 +32,17 @@ pub fn metrics<'a>(report: &'a Value, measurement: &str, host: &str) -> Vec<&'a 
         .filter(|m| m["measurement"] == measurement && m["host"] == host)
         .collect()
 }
+
+/// Asserts that the report measured `name` of `measurement` on `host`: the
+/// metric is there with a positive median.
+pub fn assert_measured(report: &Value, measurement: &str, host: &str, name: &str) {
+    let rows = metrics(report, measurement, host);
+    let row = rows
+        .iter()
+        .find(|m| m["metric"] == name)
+        .unwrap_or_else(|| panic!("{measurement} {host}: no {name} in {rows:?}"));
+    assert!(
+        row["summary"]["p50"].as_f64().is_some_and(|v| v > 0.0),
+        "{measurement} {host} {name} not measured: {row}"
+    );
+}

@@ -21,10 +21,15 @@ fn spinbench(args: &[&str]) -> Output {
 fn run_quick_compare(results: &Path) -> (Value, PathBuf) {
     let exports = results.join("exports");
     let (json, md) = (exports.join("report.json"), exports.join("report.md"));
+    // The function set; the file's hellos from the Python and JavaScript apps
+    // each compile for a minute per empty-cache start, and polyglot.rs measures them.
+    let functions = e2e::functions().join(",");
     let (report, report_path) = e2e::compare_into(
         results,
         &[
             "--quick",
+            "--functions",
+            &functions,
             "--export-json",
             json.to_str().unwrap(),
             "--export-markdown",

@@ -1,11 +1,15 @@
-//! What one component instance may contain and grow to, whole: one linear
-//! memory (capped by `--max-instance-memory`), two tables of at most 100,000
-//! elements, four core instances. Under the pooling allocator a component past
-//! the counts is refused when the runner loads it; under on-demand allocation
+//! What one component instance may contain and grow to, whole. The counts
+//! (memories, tables, core instances) are read from the app's components and
+//! sized for its largest, from the defaults (one memory, two tables, four core
+//! instances) up to Spin's per-component maxima (32, 64, 200, and two of each
+//! per module): a component past those is refused when the runner loads it,
+//! under both allocators. Linear memory is capped by `--max-instance-memory`
+//! (a component that starts past it gets its initial memory plus the cap, for
+//! itself alone), tables at 100,000 elements: growing past either fails, and
+//! the guest traps (`500`), under the pool and under on-demand allocation
 //! (`--allocation on-demand`, also the fallback when the pool cannot be
-//! reserved) the store limiter refuses its instantiation: `500`. Growing a
-//! memory or table past its limit fails, and the guest traps: `500`. The
-//! neighbour (hello) keeps answering.
+//! reserved; the store limiter holds the same limits). The neighbour (hello)
+//! keeps answering.
 //!
 //! The components are WAT text: Rust cannot express them. Each exports
 //! `wasi:http/incoming-handler` whose `handle` does what the case asks and, if
@@ -19,6 +23,11 @@ use std::time::{Duration, Instant};
 /// A component whose `handle` runs `body` then loops; `extra` adds core
 /// modules and instances next to the main one.
 fn component(main_module_extra: &str, body: &str, extra: &str) -> String {
+    component_with_memory(1, main_module_extra, body, extra)
+}
+
+/// [`component`], its main module's memory starting at `pages` pages of 64 KiB.
+fn component_with_memory(pages: u32, main_module_extra: &str, body: &str, extra: &str) -> String {
     format!(
         r#"(component
   (import "wasi:http/types@0.2.0" (instance $types
@@ -27,7 +36,7 @@ fn component(main_module_extra: &str, body: &str, extra: &str) -> String {
   (alias export $types "incoming-request" (type $request))
   (alias export $types "response-outparam" (type $outparam))
   (core module $main
-    (memory 1)
+    (memory {pages})
     (table 1 funcref)
     {main_module_extra}
     (func (export "handle") (param i32 i32)
@@ -51,16 +60,12 @@ fn extra_instances(defines: &str, count: usize) -> String {
     wat
 }
 
-/// Components past one per-instance count each.
-fn past_the_counts() -> Vec<(&'static str, String)> {
+/// Components past one default per-instance count each, within Spin's.
+fn past_the_defaults() -> Vec<(&'static str, String)> {
     vec![
         (
             "two memories",
             component("", "", &extra_instances("(memory 1)", 1)),
-        ),
-        (
-            "33 memories",
-            component("", "", &extra_instances("(memory 1)", 32)),
         ),
         (
             "two memories in one module",
@@ -77,10 +82,36 @@ fn past_the_counts() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Components that grow past a limit at run time.
+/// Components past one of Spin's per-component maxima each, with the words
+/// the refusal names it in.
+fn past_spins_counts() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "33 memories",
+            component("", "", &extra_instances("(memory 1)", 32)),
+        ),
+        (
+            "3 memories in one module",
+            component("(memory 1) (memory 1)", "", ""),
+        ),
+        (
+            "65 tables",
+            component("", "", &extra_instances("(table 1 funcref)", 64)),
+        ),
+        (
+            "201 core instances",
+            component("", "", &extra_instances("", 200)),
+        ),
+    ]
+}
+
+/// Traps unless `grow` (a `memory.grow` or `table.grow`) succeeded.
+fn trap_unless_grown(grow: &str) -> String {
+    format!("(if (i32.eq ({grow}) (i32.const -1)) (then unreachable))")
+}
+
+/// Components that grow past a limit at run time (the first: memory to 17 MiB).
 fn growing_past_the_limits() -> Vec<(&'static str, String)> {
-    let trap_unless_grown =
-        |grow: &str| format!("(if (i32.eq ({grow}) (i32.const -1)) (then unreachable))");
     vec![
         (
             "memory grown to 17 MiB",
@@ -99,43 +130,49 @@ fn growing_past_the_limits() -> Vec<(&'static str, String)> {
 
 /// A manifest serving `wat` at `/limits` and hello at `/hello`, in a fresh directory.
 fn app(wat: &str) -> (tempfile::TempDir, PathBuf) {
+    app_of(&[("limits", wat)])
+}
+
+/// A manifest serving each `(name, wat)` at `/<name>` and hello at `/hello`,
+/// in a fresh directory.
+fn app_of(components: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let wasm = wat::parse_str(wat).unwrap_or_else(|e| panic!("{e}\n{wat}"));
-    std::fs::write(dir.path().join("limits.wasm"), wasm).unwrap();
     let hello = artifact("wasm32-wasip2/release/hello.wasm");
-    let manifest = dir.path().join("spin.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "spin_manifest_version = 2\n[application]\nname = \"limits\"\n\
-             [[trigger.http]]\nroute = \"/limits\"\ncomponent = \"limits\"\n\
-             [component.limits]\nsource = \"limits.wasm\"\n\
-             [[trigger.http]]\nroute = \"/hello\"\ncomponent = \"hello\"\n\
-             [component.hello]\nsource = \"{}\"\n",
-            hello.display()
-        ),
-    )
-    .unwrap();
-    (dir, manifest)
+    let mut manifest = format!(
+        "spin_manifest_version = 2\n[application]\nname = \"limits\"\n\
+         [[trigger.http]]\nroute = \"/hello\"\ncomponent = \"hello\"\n\
+         [component.hello]\nsource = \"{}\"\n",
+        hello.display()
+    );
+    for (name, wat) in components {
+        let wasm = wat::parse_str(wat).unwrap_or_else(|e| panic!("{e}\n{wat}"));
+        std::fs::write(dir.path().join(format!("{name}.wasm")), wasm).unwrap();
+        manifest.push_str(&format!(
+            "[[trigger.http]]\nroute = \"/{name}\"\ncomponent = \"{name}\"\n\
+             [component.{name}]\nsource = \"{name}.wasm\"\n"
+        ));
+    }
+    let path = dir.path().join("spin.toml");
+    std::fs::write(&path, manifest).unwrap();
+    (dir, path)
 }
 
 /// Serves `wat` with `allocation` and checks that `/limits` is a 500 within
 /// the deadline (not the loop's 504) and that hello answers before and after.
 fn assert_refused_with_500(what: &str, wat: &str, allocation: &str) {
     let (_dir, manifest) = app(wat);
-    let mut server = Server::runner_with(
+    let server = Server::runner_with(
         &manifest,
         &["--allocation", allocation, "--request-timeout", "2"],
     );
+    assert_path_refused_with_500(&server, "/limits", &format!("{what} ({allocation})"));
+}
+
+fn assert_path_refused_with_500(server: &Server, path: &str, what: &str) {
     assert_eq!(get(&server.url("/hello")).status, 200, "{what}");
     let start = Instant::now();
-    let answer = get(&server.url("/limits"));
-    assert_eq!(
-        answer.status,
-        500,
-        "{what} ({allocation}): {}",
-        answer.text()
-    );
+    let answer = get(&server.url(path));
+    assert_eq!(answer.status, 500, "{what}: {}", answer.text());
     assert_eq!(answer.content_type, "application/json", "{what}");
     assert!(
         start.elapsed() < Duration::from_secs(2),
@@ -143,14 +180,6 @@ fn assert_refused_with_500(what: &str, wat: &str, allocation: &str) {
         start.elapsed()
     );
     assert_eq!(get(&server.url("/hello")).text(), "Hello, World!", "{what}");
-    assert!(server.is_alive(), "{what}:\n{}", server.log());
-}
-
-#[test]
-fn the_store_limiter_refuses_instances_past_the_counts_under_on_demand_allocation() {
-    for (what, wat) in past_the_counts() {
-        assert_refused_with_500(what, &wat, "on-demand");
-    }
 }
 
 #[test]
@@ -162,25 +191,80 @@ fn growth_past_the_limits_is_a_500_under_both_allocators() {
     }
 }
 
-/// The pool bounds each component's share, so no component can take the
-/// memories, tables or core instances its neighbours' requests need: one past
-/// the counts is refused when loaded, naming the limit.
+/// Spin's pool refuses a component past its per-component counts; so does the
+/// runner, when it loads it, naming the count, whatever the allocator.
 #[test]
-fn the_pool_refuses_components_past_the_counts_at_load() {
-    for (what, wat) in past_the_counts() {
-        let (_dir, manifest) = app(&wat);
-        let (status, output) = serve_until_exit(&manifest, &["--allocation", "pooling"])
-            .unwrap_or_else(|| panic!("{what}: the runner started serving it"));
-        assert!(!status.success(), "{what}: {output}");
-        assert!(
-            output.contains("loading component \"limits\""),
-            "{what}: {output}"
+fn components_past_spins_counts_are_refused_at_load_under_both_allocators() {
+    for allocation in ["pooling", "on-demand"] {
+        for (what, wat) in past_spins_counts() {
+            let (_dir, manifest) = app(&wat);
+            let (status, output) = serve_until_exit(&manifest, &["--allocation", allocation])
+                .unwrap_or_else(|| panic!("{what}: the runner started serving it"));
+            assert!(!status.success(), "{what}: {output}");
+            assert!(
+                output.contains(&format!("component \"limits\" needs {what} per instance"))
+                    && output.contains("`spin up` refuses it"),
+                "{what} ({allocation}): {output}"
+            );
+        }
+    }
+}
+
+/// Past the default counts and within Spin's, the pool (and the store
+/// limiter) is sized for the app's largest component, the start line says so,
+/// and the component runs (its loop: a 504 at the deadline) beside hello.
+#[test]
+fn a_component_past_the_default_counts_is_served_with_the_pool_sized_for_it() {
+    for allocation in ["pooling", "on-demand"] {
+        for (what, wat) in past_the_defaults() {
+            let (_dir, manifest) = app(&wat);
+            let server = Server::runner_with(
+                &manifest,
+                &["--allocation", allocation, "--request-timeout", "1"],
+            );
+            assert_eq!(
+                get(&server.url("/limits")).status,
+                504,
+                "{what} ({allocation})"
+            );
+            assert_eq!(get(&server.url("/hello")).text(), "Hello, World!");
+            let log = server.log();
+            assert!(
+                log.contains("instance limits: raised for this app to")
+                    && log.contains("(\"limits\")"),
+                "{what} ({allocation}): {log}"
+            );
+        }
+    }
+}
+
+/// A component whose memory starts past the cap (17 MiB against 16) is served
+/// with a cap of its own, its initial memory plus the flag's value (33 MiB):
+/// it grows to 32 MiB, not to 34. Its neighbour in the same app keeps the
+/// flag's 16 MiB: growing to 17 MiB is still a 500.
+#[test]
+fn a_component_that_starts_past_the_cap_gets_its_own_and_its_neighbours_keep_theirs() {
+    // From 272 pages of 64 KiB (17 MiB) to `mib` MiB.
+    let grow_to =
+        |mib: u32| trap_unless_grown(&format!("memory.grow (i32.const {})", mib * 16 - 272));
+    let (_, small) = growing_past_the_limits().swap_remove(0);
+    let within = component_with_memory(272, "", &grow_to(32), "");
+    let past = component_with_memory(272, "", &grow_to(34), "");
+    let (_dir, manifest) = app_of(&[("small", &small), ("within", &within), ("past", &past)]);
+    for allocation in ["pooling", "on-demand"] {
+        let server = Server::runner_with(
+            &manifest,
+            &["--allocation", allocation, "--request-timeout", "1"],
         );
+        let log = server.log();
         assert!(
-            output.contains("exceeds the configured maximum")
-                || output.contains("does not fit in pooling allocator requirements"),
-            "{what}: {output}"
+            log.contains("linear memory capped at 16.0 MiB")
+                && log.contains("\"within\" at 33.0 MiB (it starts at 17.0 MiB"),
+            "{allocation}: {log}"
         );
+        assert_eq!(get(&server.url("/within")).status, 504, "{allocation}");
+        assert_path_refused_with_500(&server, "/past", allocation);
+        assert_path_refused_with_500(&server, "/small", allocation);
     }
 }
 

@@ -75,13 +75,7 @@ fn its_variable_is_overridden_from_the_environment() {
 /// A copy of the app (its manifest and its built component) in a fresh
 /// directory, so that what `compare` writes beside it stays out of the tree.
 fn app_copy() -> tempfile::TempDir {
-    let app = built_app();
-    let copy = tempfile::tempdir().unwrap();
-    std::fs::copy(app.join("spin.toml"), copy.path().join("spin.toml")).unwrap();
-    let wasm = copy.path().join(WASM);
-    std::fs::create_dir_all(wasm.parent().unwrap()).unwrap();
-    std::fs::copy(app.join(WASM), &wasm).unwrap();
-    copy
+    e2e::built_app_copy(APP, WASM)
 }
 
 #[test]
@@ -103,15 +97,7 @@ fn compare_measures_it_from_a_benchmark_file_derived_from_its_manifest() {
         serde_json::json!(["spin4-template"])
     );
     for (measurement, name) in [("process_cold_start", "first_200"), ("load", "throughput")] {
-        let rows = support::metrics(&report, measurement, "wasm");
-        let row = rows
-            .iter()
-            .find(|m| m["metric"] == name)
-            .unwrap_or_else(|| panic!("{measurement}: no {name} in {rows:?}"));
-        assert!(
-            row["summary"]["p50"].as_f64().is_some_and(|v| v > 0.0),
-            "{measurement} {name} not measured: {row}"
-        );
+        support::assert_measured(&report, measurement, "wasm", name);
     }
     let derived = std::fs::read_to_string(app.path().join("spinbench.toml")).unwrap();
     assert!(

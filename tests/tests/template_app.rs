@@ -252,15 +252,7 @@ fn the_template_app_is_compared_with_its_native_counterpart() {
     );
     for host in ["native", "wasm"] {
         for (measurement, name) in [("process_cold_start", "first_200"), ("load", "throughput")] {
-            let rows = support::metrics(&report, measurement, host);
-            let row = rows
-                .iter()
-                .find(|m| m["metric"] == name)
-                .unwrap_or_else(|| panic!("{measurement} {host}: no {name} in {rows:?}"));
-            assert!(
-                row["summary"]["p50"].as_f64().is_some_and(|v| v > 0.0),
-                "{measurement} {host} {name} not measured: {row}"
-            );
+            support::assert_measured(&report, measurement, host, name);
         }
     }
     let left: Vec<_> = spinbench_files()

@@ -14,8 +14,10 @@ use super::{ComponentLoad, HostOptions};
 use crate::capabilities::runtime_config::RuntimeConfig;
 use crate::capabilities::{self, AppServices, ComponentContext, Group};
 use crate::instance::compiled_cache::{self, CacheDir, Origin};
-use crate::instance::engine::{self, Allocation, PoolSizing};
+use crate::instance::engine::{self, Allocation, InstanceShape, PoolSizing};
 use crate::instance::flavour::Flavour;
+use crate::instance::limits::{self, AppLimits};
+use crate::instance::needs::Needs;
 use crate::instance::prepare::{self, Prepared};
 use crate::instance::remote_source;
 use crate::instance::reuse::Handler;
@@ -66,6 +68,8 @@ pub struct Plan {
     contexts: BTreeMap<String, Arc<ComponentContext>>,
     /// Whether any component is a WASIp3 one.
     wasip3: bool,
+    /// What each instance may contain and grow to, sized for these components.
+    limits: AppLimits,
     /// `max_concurrent` clamped below the pool's slots.
     pub max_concurrent: usize,
     options: HostOptions,
@@ -91,6 +95,11 @@ impl Plan {
             .map(|id| read_source(manifest, id, options.cache_dir.as_deref()))
             .collect::<Result<Vec<_>>>()?;
         let (wasip3, groups, concurrent) = engine_needs(&sources);
+        let needs = sources
+            .iter()
+            .map(|s| Ok((s.id.as_str(), Needs::of(&s.prepared.wasm)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let limits = limits::for_app(options.pool, &needs)?;
         let runtime_config = RuntimeConfig::load(
             options.runtime_config_file.as_deref(),
             &options.state_dir,
@@ -121,6 +130,7 @@ impl Plan {
             concurrent,
             contexts,
             wasip3,
+            limits,
             max_concurrent,
             options: options.clone(),
             cache: options.cache_dir.as_deref().and_then(CacheDir::open),
@@ -161,9 +171,13 @@ impl Plan {
         log: bool,
     ) -> Result<Application> {
         let options = &self.options;
-        let (engine, allocation) = engine::build(sizing, allocation, self.concurrent)?;
-        if log && allocation == Allocation::Pooling {
-            self.log_pool(sizing);
+        let (engine, allocation) =
+            engine::build(sizing, self.limits.shape, allocation, self.concurrent)?;
+        if log {
+            eprintln!("{}", self.limits.line);
+            if allocation == Allocation::Pooling {
+                self.log_pool(sizing);
+            }
         }
         let slots = Slots::new(
             sizing.max_instances as usize,
@@ -176,7 +190,8 @@ impl Plan {
             let recipe = StoreRecipe {
                 limits: Limits {
                     timeout: options.request_timeout,
-                    max_memory_size: options.pool.max_memory_size,
+                    max_memory_size: self.limits.memory_caps[&source.id],
+                    shape: self.limits.shape,
                     guest: options.guest,
                     component: logger::component_label(&source.id),
                 },
@@ -300,7 +315,12 @@ pub fn precompile(manifest: &Manifest, cache_dir: &Path) -> Result<Vec<(String, 
         .map(|id| read_source(manifest, id, Some(cache_dir)))
         .collect::<Result<Vec<_>>>()?;
     let (_, _, concurrent) = engine_needs(&sources);
-    let (engine, _) = engine::build(PoolSizing::default(), Allocation::OnDemand, concurrent)?;
+    let (engine, _) = engine::build(
+        PoolSizing::default(),
+        InstanceShape::DEFAULT,
+        Allocation::OnDemand,
+        concurrent,
+    )?;
     let cache = CacheDir::open(cache_dir)
         .ok_or_else(|| anyhow!("{} cannot hold compiled code", cache_dir.display()))?;
     sources

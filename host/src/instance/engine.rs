@@ -28,15 +28,22 @@ pub struct PoolSizing {
     pub max_instances: u32,
     /// Largest linear memory a guest may grow to; past it, allocation fails and
     /// the guest traps (`500`). 16 MiB by default: every function runs within 2 MiB,
-    /// and 1024 concurrent instances at the cap stay within 16 GiB.
+    /// and 1024 concurrent instances at the cap stay within 16 GiB. A component
+    /// whose initial memory alone is past it gets a cap of its own
+    /// (`instance::limits`).
     pub max_memory_size: usize,
+}
+
+impl PoolSizing {
+    /// `--max-instance-memory`'s default.
+    pub const DEFAULT_MAX_MEMORY: usize = 16 * MIB;
 }
 
 impl Default for PoolSizing {
     fn default() -> Self {
         Self {
             max_instances: 1_100,
-            max_memory_size: 16 * MIB,
+            max_memory_size: Self::DEFAULT_MAX_MEMORY,
         }
     }
 }
@@ -51,23 +58,46 @@ pub enum Allocation {
     OnDemand,
 }
 
-/// What one component instance may contain. The pool refuses a component past
-/// these when it is loaded; under on-demand allocation the store limiter
-/// (`state.rs`) refuses its instantiation. The pool's totals are these times
-/// [`PoolSizing::max_instances`], so no component can exhaust a total for the
-/// others: only the admission cap, shared fairly by requests, bounds them.
-pub mod per_instance {
-    /// Linear memories. A Rust component has one (the WASIp1 adapter, when
-    /// present, uses its main module's memory), so the memory cap
-    /// ([`super::PoolSizing::max_memory_size`]) is the instance's whole linear memory.
-    pub const MEMORIES: u32 = 1;
-    /// Tables: a Rust component has two (its module's and the adapter shims').
-    pub const TABLES: u32 = 2;
+/// Elements per table (Spin's value); a table's slot in the pool reserves 8
+/// bytes per element of address space.
+pub const TABLE_ELEMENTS: usize = 100_000;
+
+/// What one component instance may contain, the same for every component of
+/// the app (`instance::limits` sizes it from the app's components). The pool
+/// refuses a component past it when it is loaded; under on-demand allocation
+/// the store limiter (`state.rs`) refuses its instantiation. The pool's totals
+/// are these times [`PoolSizing::max_instances`], so no component can exhaust
+/// a total for the others: only the admission cap, shared fairly by requests,
+/// bounds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstanceShape {
+    /// Linear memories.
+    pub memories: u32,
+    /// Tables.
+    pub tables: u32,
     /// Core module instances (main module, adapter, shim and fixup modules).
-    pub const CORE_INSTANCES: u32 = 4;
-    /// Elements per table (Spin's value); a table's slot in the pool reserves
-    /// 8 bytes per element of address space.
-    pub const TABLE_ELEMENTS: usize = 100_000;
+    pub core_instances: u32,
+    /// Memories and tables one core module may define.
+    pub memories_per_module: u32,
+    pub tables_per_module: u32,
+    /// The largest linear memory any instance may grow to: the largest
+    /// component's cap (each store's limiter holds its own component's).
+    pub max_memory_size: usize,
+}
+
+impl InstanceShape {
+    /// What a Rust component needs: one memory (the WASIp1 adapter, when
+    /// present, uses its main module's), two tables (its module's and the
+    /// adapter shims'), four core instances (main module, adapter, shim and
+    /// fixup modules).
+    pub const DEFAULT: InstanceShape = InstanceShape {
+        memories: 1,
+        tables: 2,
+        core_instances: 4,
+        memories_per_module: 1,
+        tables_per_module: 2,
+        max_memory_size: PoolSizing::DEFAULT_MAX_MEMORY,
+    };
 }
 
 /// Builds the engine with the allocator asked for. `Pooling` falls back to
@@ -75,6 +105,7 @@ pub mod per_instance {
 /// machine. `wasip3`: whether any component to be hosted is a WASIp3 one.
 pub fn build(
     sizing: PoolSizing,
+    shape: InstanceShape,
     allocation: Allocation,
     wasip3: bool,
 ) -> Result<(Engine, Allocation)> {
@@ -83,7 +114,10 @@ pub fn build(
         return Ok((engine, Allocation::OnDemand));
     }
     let mut config = base_config(wasip3);
-    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(sizing)));
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(
+        sizing.max_instances,
+        shape,
+    )));
     match Engine::new(&config) {
         Ok(engine) => Ok((engine, Allocation::Pooling)),
         Err(error) => {
@@ -114,28 +148,28 @@ fn base_config(wasip3: bool) -> Config {
 }
 
 /// Spin's pooling settings (spinframework/spin `crates/core/src/lib.rs`), but
-/// with each component's share of the pool bounded (Spin allows 32 memories,
-/// 64 tables and 200 core instances per component out of totals shared by all).
-fn pooling(sizing: PoolSizing) -> PoolingAllocationConfig {
-    let n = sizing.max_instances;
+/// with each component's share of the pool bounded by `shape` (Spin allows 32
+/// memories, 64 tables and 200 core instances per component out of totals
+/// shared by all).
+fn pooling(n: u32, shape: InstanceShape) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(n)
         // Each total is `n` instances at their per-instance maxima.
-        .total_memories(n * per_instance::MEMORIES)
-        .total_tables(n * per_instance::TABLES)
+        .total_memories(n * shape.memories)
+        .total_tables(n * shape.tables)
         // One fiber stack per live instance, as each runs on its own async stack.
         .total_stacks(n)
         // Core instances reserve no address space, only `max_core_instance_size`.
-        .total_core_instances(n * per_instance::CORE_INSTANCES)
-        .table_elements(per_instance::TABLE_ELEMENTS)
+        .total_core_instances(n * shape.core_instances)
+        .table_elements(TABLE_ELEMENTS)
         .max_component_instance_size(10 * MIB)
         .max_core_instance_size(10 * MIB)
-        .max_core_instances_per_component(per_instance::CORE_INSTANCES)
-        .max_tables_per_component(per_instance::TABLES)
-        .max_memories_per_component(per_instance::MEMORIES)
-        .max_tables_per_module(2)
-        .max_memories_per_module(1)
-        .max_memory_size(sizing.max_memory_size)
+        .max_core_instances_per_component(shape.core_instances)
+        .max_tables_per_component(shape.tables)
+        .max_memories_per_component(shape.memories)
+        .max_tables_per_module(shape.tables_per_module)
+        .max_memories_per_module(shape.memories_per_module)
+        .max_memory_size(shape.max_memory_size)
         // Spin's numbers: reused slots keep this much resident instead of
         // returning it to the kernel, which makes the next instantiation cheaper.
         .linear_memory_keep_resident(2 * MIB)
@@ -179,9 +213,10 @@ mod tests {
             ..PoolSizing::default()
         };
         for wasip3 in [false, true] {
-            let (_engine, allocation) = build(sizing, Allocation::Pooling, wasip3).unwrap();
+            let shape = InstanceShape::DEFAULT;
+            let (_engine, allocation) = build(sizing, shape, Allocation::Pooling, wasip3).unwrap();
             assert_eq!(allocation, Allocation::Pooling);
-            let (_engine, allocation) = build(sizing, Allocation::OnDemand, wasip3).unwrap();
+            let (_engine, allocation) = build(sizing, shape, Allocation::OnDemand, wasip3).unwrap();
             assert_eq!(allocation, Allocation::OnDemand);
         }
     }

@@ -6,6 +6,8 @@ pub mod compiled_cache;
 pub mod engine;
 pub mod flavour;
 pub mod invoke;
+pub mod limits;
+pub mod needs;
 pub mod prepare;
 pub mod remote_source;
 pub mod reuse;

@@ -8,7 +8,15 @@
 //! - a WASI release candidate identical to its release is renamed to it: the
 //!   `0.3.0-rc-2026-03-15` interfaces spin-sdk 6 (Spin 4.0.2's template) builds
 //!   against are, type for type, WASI 0.3.0's; wasmtime's linker then checks
-//!   every function's type against 0.3.0's as it links;
+//!   every function's type against 0.3.0's as it links. A component that
+//!   imports both a candidate and its release (spin-sdk 5.0.0 for Python
+//!   imports every WASI 0.3 interface under both names, as Spin's main branch
+//!   serves them side by side) keeps two imports: the candidate's is renamed
+//!   to the release with the candidate as semver build metadata
+//!   (`wasi:clocks/types@0.3.0+rc-2026-03-15`), a name wasmtime's linker
+//!   resolves, by semver, to the release it provides: both are served by the
+//!   one implementation, as Spin's `wasi_2026_03_15` modules forward every
+//!   call of the candidate to the release's;
 //! - so is every interface of WASI's `0.2.0-rc-2023-11-10` but its
 //!   `wasi:http/types`, whose shape differs and which
 //!   `capabilities::wasi_2023_11_10` serves under its own name;
@@ -22,6 +30,7 @@ use super::flavour::Flavour;
 use crate::capabilities::{wasi_2023_10_18, wasi_2023_11_10};
 use anyhow::{Context, Result, bail};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use wasm_encoder::reencode::{Reencode, ReencodeComponent, component_utils};
 use wasmparser::{Encoding, Parser, Payload};
 
@@ -174,6 +183,20 @@ fn renamed(name: &str) -> Option<String> {
     renamed_prerelease(name).map(|(release, _)| release)
 }
 
+/// The name a candidate imported beside its release is served under: the
+/// release, with the candidate's pre-release tag as build metadata
+/// (`wasi:clocks/types@0.3.0+rc-2026-03-15`). Build metadata plays no part in
+/// semver precedence, so wasmtime's linker gives it the release it provides,
+/// and the two names stay distinct imports of the component.
+fn beside_release(candidate: &str, release: &str) -> String {
+    let tag = candidate
+        .rsplit_once('@')
+        .and_then(|(_, version)| semver::Version::parse(version).ok())
+        .map(|version| version.pre.to_string())
+        .unwrap_or_default();
+    format!("{release}+{tag}")
+}
+
 /// The name `name` is served under and the words for it, if it is a renamed
 /// pre-release's.
 fn renamed_prerelease(name: &str) -> Option<(String, &'static str)> {
@@ -204,23 +227,41 @@ fn renamed_export(name: &str) -> Option<String> {
 fn rename_prereleases(wasm: &[u8]) -> Result<Option<(Vec<u8>, Vec<&'static str>)>> {
     let imports = imports_of(wasm)?;
     let exports = exports_of(wasm)?;
+    let mut renames = Renames::default();
     let mut what = Vec::new();
-    for name in imports.iter().chain(&exports) {
+    for name in &imports {
         let Some((release, words)) = renamed_prerelease(name) else {
             continue;
         };
-        // Renamed, it would be imported (or exported) twice: Spin links each
-        // version on its own; here a candidate is its release, so a component
-        // that names both is refused, in words.
-        if imports.contains(&release) || exports.contains(&release) {
-            bail!(
-                "the component names both {name} and {release}; spinbench serves the \
-                 candidate as its release, so not both side by side"
-            );
-        }
+        // Beside its release, the candidate keeps an import of its own.
+        let served = if imports.contains(&release) {
+            beside_release(name, &release)
+        } else {
+            release
+        };
+        renames.imports.insert(name.clone(), served);
         if !what.contains(&words) {
             what.push(words);
         }
+    }
+    for name in &exports {
+        let Some(release) = renamed_export(name) else {
+            continue;
+        };
+        // Two exports of one interface would be two handlers: Spin refuses a
+        // component that exports more than one (`crates/http/src/trigger.rs`).
+        if exports.contains(&release) {
+            bail!(
+                "the component exports both {name} and {release}: it exports multiple \
+                 different handlers but it's expected to export only one (as Spin refuses it)"
+            );
+        }
+        if let Some((_, words)) = renamed_prerelease(name)
+            && !what.contains(&words)
+        {
+            what.push(words);
+        }
+        renames.exports.insert(name.clone(), release);
     }
     if exports
         .iter()
@@ -232,10 +273,20 @@ fn rename_prereleases(wasm: &[u8]) -> Result<Option<(Vec<u8>, Vec<&'static str>)
         return Ok(None);
     }
     let mut component = wasm_encoder::Component::new();
-    Renamer { depth: 0 }
-        .parse_component(&mut component, Parser::new(0), wasm)
-        .map_err(|e| anyhow::anyhow!("renaming pre-release WASI imports: {e:?}"))?;
+    Renamer {
+        depth: 0,
+        renames: &renames,
+    }
+    .parse_component(&mut component, Parser::new(0), wasm)
+    .map_err(|e| anyhow::anyhow!("renaming pre-release WASI imports: {e:?}"))?;
     Ok(Some((component.finish(), what)))
+}
+
+/// The top-level names a component is re-encoded with, by the names it has.
+#[derive(Default)]
+struct Renames {
+    imports: HashMap<String, String>,
+    exports: HashMap<String, String>,
 }
 
 /// The names a component exports at its top level.
@@ -258,15 +309,16 @@ fn exports_of(wasm: &[u8]) -> Result<Vec<String>> {
 }
 
 /// Re-encodes a component unchanged but for its own (depth 0) import and export names.
-struct Renamer {
+struct Renamer<'a> {
     depth: usize,
+    renames: &'a Renames,
 }
 
-impl Reencode for Renamer {
+impl Reencode for Renamer<'_> {
     type Error = std::convert::Infallible;
 }
 
-impl ReencodeComponent for Renamer {
+impl ReencodeComponent for Renamer<'_> {
     fn push_depth(&mut self) {
         self.depth += 1;
     }
@@ -286,7 +338,7 @@ impl ReencodeComponent for Renamer {
         for import in section {
             let import = import?;
             imports.import(
-                renamed_extern(import.name, renamed),
+                renamed_extern(import.name, &self.renames.imports),
                 self.component_type_ref(import.ty)?,
             );
         }
@@ -306,7 +358,7 @@ impl ReencodeComponent for Renamer {
             .map(|ty| self.component_type_ref(ty))
             .transpose()?;
         exports.export(
-            renamed_extern(export.name, renamed_export),
+            renamed_extern(export.name, &self.renames.exports),
             export.kind.into(),
             self.component_external_index(export.kind, export.index),
             ty,
@@ -315,15 +367,15 @@ impl ReencodeComponent for Renamer {
     }
 }
 
-/// `name`, renamed if `rename` renames it; its other parts kept.
-fn renamed_extern(
-    name: wasmparser::ComponentExternName<'_>,
-    rename: fn(&str) -> Option<String>,
-) -> wasm_encoder::ComponentExternName<'_> {
-    let release = rename(name.name);
+/// `name`, renamed if `renames` renames it; its other parts kept.
+fn renamed_extern<'a>(
+    name: wasmparser::ComponentExternName<'a>,
+    renames: &HashMap<String, String>,
+) -> wasm_encoder::ComponentExternName<'a> {
+    let served = renames.get(name.name).cloned();
     let mut name = wasm_encoder::ComponentExternName::from(name);
-    if let Some(release) = release {
-        name.name = Cow::Owned(release);
+    if let Some(served) = served {
+        name.name = Cow::Owned(served);
     }
     name
 }

@@ -4,7 +4,7 @@
 //! list allows, and the component's context for the capabilities' host
 //! functions.
 
-use super::engine::per_instance;
+use super::engine::{InstanceShape, TABLE_ELEMENTS};
 use crate::capabilities::{CommandLine, ComponentContext, HostState, outbound_http, sockets};
 use crate::logger::GuestOutput;
 use std::sync::Arc;
@@ -38,7 +38,10 @@ pub struct StoreRecipe {
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub timeout: Duration,
+    /// This component's linear memory cap (`instance::limits`).
     pub max_memory_size: usize,
+    /// What one instance may contain, the same for every component of the app.
+    pub shape: InstanceShape,
     pub guest: GuestLimits,
     /// The component id, as its guest log lines name it.
     pub component: &'static str,
@@ -140,10 +143,10 @@ impl RequestState {
             // under on-demand allocation, where nothing else would.
             limits: StoreLimitsBuilder::new()
                 .memory_size(limits.max_memory_size)
-                .memories(per_instance::MEMORIES as usize)
-                .tables(per_instance::TABLES as usize)
-                .table_elements(per_instance::TABLE_ELEMENTS)
-                .instances(per_instance::CORE_INSTANCES as usize)
+                .memories(limits.shape.memories as usize)
+                .tables(limits.shape.tables as usize)
+                .table_elements(TABLE_ELEMENTS)
+                .instances(limits.shape.core_instances as usize)
                 .build(),
         })
     }

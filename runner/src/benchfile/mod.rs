@@ -47,6 +47,8 @@ pub struct BenchFile {
 pub struct Component {
     /// The component's id in the manifest (`[component.<id>]`).
     pub id: String,
+    /// The manifest it is in, when not the file's `manifest` (another app's).
+    pub manifest: Option<PathBuf>,
     /// The cheapest meaningful request: readiness, instance and process cold start.
     pub probe: Request,
     /// The status the probe answers when the component is ready.
@@ -277,31 +279,44 @@ impl BenchFile {
         })
     }
 
-    /// Fails, naming the line, if a component is not in `manifest`.
+    /// The manifest component `c` is in: its own, or the file's.
+    pub fn manifest_of<'a>(&'a self, c: &'a Component) -> &'a Path {
+        c.manifest.as_deref().unwrap_or(&self.manifest)
+    }
+
+    /// Fails, naming the line, if a component of the file's own manifest is not in `manifest`.
     pub fn check_against(&self, manifest: &Manifest) -> Result<(), FileError> {
-        for c in &self.components {
-            if !manifest.component.contains_key(&c.id) {
-                return Err(FileError::At {
-                    line: c.line,
-                    message: format!(
-                        "component {:?} is not in the manifest (its components: {})",
-                        c.id,
-                        manifest
-                            .component
-                            .keys()
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                });
-            }
-        }
-        Ok(())
+        self.components
+            .iter()
+            .filter(|c| c.manifest.is_none())
+            .try_for_each(|c| c.check_against(manifest))
     }
 
     #[cfg(test)]
     pub fn component(&self, id: &str) -> Option<&Component> {
         self.components.iter().find(|c| c.id == id)
+    }
+}
+
+impl Component {
+    /// Fails, naming the line, if the component is not in `manifest`.
+    pub fn check_against(&self, manifest: &Manifest) -> Result<(), FileError> {
+        if manifest.component.contains_key(&self.id) {
+            return Ok(());
+        }
+        Err(FileError::At {
+            line: self.line,
+            message: format!(
+                "component {:?} is not in the manifest (its components: {})",
+                self.id,
+                manifest
+                    .component
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
     }
 }
 
@@ -354,6 +369,7 @@ fn component(c: raw::Component, dir: &Path, at: At, line: usize) -> Result<Compo
         .transpose()?;
     Ok(Component {
         id: c.id.into_inner(),
+        manifest: c.manifest.map(|m| dir.join(m)),
         probe,
         probe_status,
         native,

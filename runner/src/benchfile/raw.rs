@@ -41,6 +41,9 @@ pub struct Service {
 #[serde(deny_unknown_fields)]
 pub struct Component {
     pub id: Spanned<String>,
+    /// Another app's manifest the component is in, relative to the benchmark
+    /// file (the same hello written in another language, say).
+    pub manifest: Option<PathBuf>,
     pub probe: Spanned<Request>,
     pub native: Option<Native>,
     #[serde(default)]

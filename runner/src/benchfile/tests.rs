@@ -154,12 +154,21 @@ fn the_repository_file_describes_the_function_set() {
     let file = parse(REPO_FILE).unwrap();
     assert!(file.components.len() >= 6);
     assert!(file.p3_manifest.is_some());
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     for c in &file.components {
-        assert!(c.native.is_some(), "{} has a native counterpart", c.id);
         assert!(!c.load.is_empty(), "{} has a load scenario", c.id);
+        match &c.manifest {
+            // The function set: each with its native counterpart.
+            None => assert!(c.native.is_some(), "{} has a native counterpart", c.id),
+            // The same hello in another language, from that app's manifest.
+            Some(other) => {
+                let relative = other.strip_prefix(&file.dir).unwrap();
+                c.check_against(&Manifest::load(&root.join(relative)).unwrap())
+                    .unwrap();
+            }
+        }
     }
-    let manifest =
-        Manifest::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../spin.toml")).unwrap();
+    let manifest = Manifest::load(&root.join("spin.toml")).unwrap();
     file.check_against(&manifest).unwrap();
     assert!(file.components.iter().any(|c| c.memory_hold.is_some()));
     assert!(file.components.iter().any(|c| c.hashing_per_core.is_some()));

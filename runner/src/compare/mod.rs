@@ -89,6 +89,8 @@ pub struct Function {
     pub spec: Component,
     /// Its `.wasm` (the manifest's `source`).
     pub wasm: PathBuf,
+    /// The manifest it is in (the app's, or its own `manifest`).
+    pub manifest: PathBuf,
     /// Its WASIp3 build, if the file names a WASIp3 manifest that has it.
     pub p3_wasm: Result<PathBuf, String>,
 }
@@ -122,6 +124,13 @@ pub fn functions(file: &BenchFile) -> Result<Vec<Function>> {
     file.components
         .iter()
         .map(|c| {
+            let own = c.manifest.as_deref().map(Manifest::load).transpose()?;
+            if let Some(own) = &own {
+                c.check_against(own).with_context(|| {
+                    format!("benchmark file for {}", file.manifest_of(c).display())
+                })?;
+            }
+            let manifest = own.as_ref().unwrap_or(&manifest);
             if !manifest
                 .http_routes()
                 .iter()
@@ -129,16 +138,24 @@ pub fn functions(file: &BenchFile) -> Result<Vec<Function>> {
             {
                 bail!("component {:?} has no [[trigger.http]] route", c.id);
             }
-            let p3_wasm = p3.as_ref().map_err(Clone::clone).and_then(|m| {
-                m.component
-                    .get(&c.id)
-                    .and_then(|comp| m.source_path(comp))
-                    .ok_or_else(|| format!("{:?} is not in the WASIp3 manifest", c.id))
-            });
+            // Another app's component has no build in this app's WASIp3 manifest.
+            let p3_wasm = match &own {
+                Some(_) => Err(format!(
+                    "{:?} is another app's, not in the WASIp3 manifest",
+                    c.id
+                )),
+                None => p3.as_ref().map_err(Clone::clone).and_then(|m| {
+                    m.component
+                        .get(&c.id)
+                        .and_then(|comp| m.source_path(comp))
+                        .ok_or_else(|| format!("{:?} is not in the WASIp3 manifest", c.id))
+                }),
+            };
             Ok(Function {
                 name: c.id.clone(),
                 spec: c.clone(),
-                wasm: source_file(&manifest, &c.id)?,
+                wasm: source_file(manifest, &c.id)?,
+                manifest: file.manifest_of(c).to_path_buf(),
                 p3_wasm,
             })
         })
@@ -174,8 +191,7 @@ pub struct Paths {
     pub runner: PathBuf,
     /// Scratch space for this run: code caches. Removed at the end.
     pub work: PathBuf,
-    /// The app's manifest and its WASIp3 flavour's.
-    manifest: PathBuf,
+    /// The app's WASIp3 flavour's manifest.
     p3_manifest: Option<PathBuf>,
     /// Spin's runtime config file, for the hosts that read one.
     pub runtime_config: Option<PathBuf>,
@@ -194,7 +210,6 @@ impl Paths {
             root,
             runner: std::env::current_exe()?,
             work,
-            manifest: file.manifest.clone(),
             p3_manifest: file.p3_manifest.clone(),
             runtime_config: file
                 .runtime_config
@@ -211,7 +226,7 @@ impl Paths {
     /// A manifest serving `f` alone, so the runner (and Spin) load one component,
     /// like the native binary serves one function.
     pub fn function_manifest(&self, f: &Function) -> Result<PathBuf> {
-        self.one_component_manifest(f, &f.wasm, &self.manifest, "p2")
+        self.one_component_manifest(f, &f.wasm, &f.manifest, "p2")
     }
 
     /// The same for `f`'s WASIp3 build.

@@ -113,6 +113,7 @@ pub mod tests {
             name: id.into(),
             spec: file.component(id).unwrap().clone(),
             wasm: "/app/x.wasm".into(),
+            manifest: "/app/spin.toml".into(),
             p3_wasm: Err("none".into()),
         }
     }

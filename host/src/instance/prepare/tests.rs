@@ -192,26 +192,82 @@ fn the_2023_11_10_candidate_is_served_as_0_2_0_but_its_http_types() {
         .unwrap();
 }
 
+/// WASI interfaces at `version`, as wasmtime-wasi 48 provides them at 0.3.0
+/// (a subset of each: a component may import only what it calls): a
+/// function, and a resource.
+fn wasi_0_3_packages(version: &str) -> [String; 2] {
+    [
+        format!(
+            "package wasi:random@{version};\n\
+             interface random {{ get-random-u64: func() -> u64; }}\n"
+        ),
+        format!(
+            "package wasi:cli@{version};\n\
+             interface terminal-input {{ resource terminal-input; }}\n"
+        ),
+    ]
+}
+
+/// What spin-sdk 5.0.0 for Python imports: every WASI 0.3 interface under
+/// its 2026-03-15 candidate's name and its release's, side by side.
 #[test]
-fn a_component_naming_a_candidate_and_its_release_is_refused_in_words() {
-    // A package the WASI adapter does not carry: componentizing would merge
-    // `wasi:io@0.2.0` into the adapter's newer 0.2 release.
-    let package = |version: &str| {
-        format!("package wasi:keyvalue@{version};\ninterface store {{ get: func() -> u32; }}\n")
-    };
+fn a_candidate_beside_its_release_is_served_by_the_release_under_its_own_name() {
+    let rc = "0.3.0-rc-2026-03-15";
+    let packages: Vec<String> = wasi_0_3_packages(rc)
+        .into_iter()
+        .chain(wasi_0_3_packages("0.3.0"))
+        .collect();
     let module = module(
-        &[package("0.2.0-rc-2023-11-10"), package("0.2.0")],
+        &packages,
         &[
-            "wasi:keyvalue/store@0.2.0-rc-2023-11-10",
-            "wasi:keyvalue/store@0.2.0",
+            &format!("wasi:random/random@{rc}"),
+            &format!("wasi:cli/terminal-input@{rc}"),
+            "wasi:random/random@0.3.0",
+            "wasi:cli/terminal-input@0.3.0",
         ],
         &[],
     );
+    let prepared = prepare(&module).unwrap();
+    assert_eq!(
+        prepared.imports,
+        [
+            "wasi:random/random@0.3.0+rc-2026-03-15",
+            "wasi:cli/terminal-input@0.3.0+rc-2026-03-15",
+            "wasi:random/random@0.3.0",
+            "wasi:cli/terminal-input@0.3.0",
+        ]
+    );
+    assert_eq!(
+        prepared.adapted,
+        ["componentized", "WASI 0.3.0-rc-2026-03-15 served as 0.3.0"]
+    );
+    // wasmtime's linker gives both names the one 0.3.0 implementation.
+    let mut config = wasmtime::Config::new();
+    config.wasm_component_model_async(true);
+    let engine = wasmtime::Engine::new(&config).unwrap();
+    let component = wasmtime::component::Component::new(&engine, &prepared.wasm).unwrap();
+    let mut linker =
+        wasmtime::component::Linker::<crate::capabilities::test_support::LinkState>::new(&engine);
+    let groups = crate::capabilities::groups_for(&prepared.imports).unwrap();
+    assert_eq!(groups, [crate::capabilities::Group::WasiP3].into());
+    crate::capabilities::link(&mut linker, &groups).unwrap();
+    linker.instantiate_pre(&component).unwrap();
+}
+
+#[test]
+fn a_component_exporting_a_candidate_and_its_release_is_refused_as_spin_refuses_it() {
+    let rc = "0.3.0-rc-2026-03-15";
+    let module = module(
+        &[http_package(rc), http_package("0.3.0")],
+        &[],
+        &[
+            &format!("wasi:http/handler@{rc}"),
+            "wasi:http/handler@0.3.0",
+        ],
+    );
     let error = prepare(&module).unwrap_err();
     assert!(
-        format!("{error:#}").contains(
-            "names both wasi:keyvalue/store@0.2.0-rc-2023-11-10 and wasi:keyvalue/store@0.2.0"
-        ),
+        format!("{error:#}").contains("exports multiple different handlers"),
         "{error:#}"
     );
 }
