@@ -258,6 +258,7 @@ fn component_files(manifest: &Manifest, component: &Component) -> Result<Vec<(St
         if let files::Entry::File {
             source,
             destination,
+            ..
         } = entry
         {
             let place = destination

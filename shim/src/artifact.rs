@@ -55,7 +55,7 @@ pub fn unpack(layers: &[WasmLayer], root: &Path) -> Result<Unpacked> {
     let mut cache_dir = None;
     for layer in layers {
         let media_type = layer.config.media_type().to_string();
-        let digest = Digest::parse(&layer.config.digest().to_string())?;
+        let digest = Digest::parse(layer.config.digest().as_ref())?;
         let is_locked_app = media_type == LOCKED_APP_MEDIA_TYPE;
         let (content, compiled) = if is_locked_app {
             bundle::split(&layer.layer)?
