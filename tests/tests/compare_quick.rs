@@ -192,6 +192,21 @@ fn assert_cpu_per_request(report: &Value) {
                 })
                 .unwrap_or_else(|| panic!("no server_cpu_per_request for {function} on {host}"));
             assert_eq!(per_request["unit"], "us");
+            // Its kernel share, beside it, is a part of it.
+            let kernel = rows
+                .iter()
+                .find(|m| {
+                    m["metric"] == "server_kernel_cpu_per_request"
+                        && m["function"] == function
+                        && m["k"] == throughput["k"]
+                })
+                .unwrap_or_else(|| panic!("no kernel share for {function} on {host}"));
+            if let (Some(part), Some(whole)) = (
+                kernel["summary"]["p50"].as_f64(),
+                per_request["summary"]["p50"].as_f64(),
+            ) {
+                assert!(part >= 0.0 && part <= whole, "{kernel} of {per_request}");
+            }
             if let Some(us) = per_request["summary"]["p50"].as_f64() {
                 assert!(us > 0.0 && us.is_finite(), "{per_request}");
             } else {

@@ -36,7 +36,9 @@
 //!       "metric": "total", "instantiate", "handle", "first_200", "wasm_size", ...,
 //!                                   // load: "throughput", "server_cpu_per_request" (us: the
 //!                                   // server tree's CPU time over the responses of the run),
+//!                                   // "server_kernel_cpu_per_request" (its system time),
 //!                                   // "throughput_wrk", "server_cpu_per_request_wrk",
+//!                                   // "server_kernel_cpu_per_request_wrk",
 //!                                   // "client_cpu_wrk" (wrk's check), latency_*, errors, ...
 //!       "unit": "us" | "ms" | "bytes" | "req/s" | "req/s/core" | "MB/s" | "cores" | "count",
 //!       "better": "lower" | "higher",

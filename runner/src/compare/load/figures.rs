@@ -153,13 +153,16 @@ pub(super) fn cpu_per_request(m: Metric, cpu_seconds: f64, answered: u64) -> Met
 }
 
 /// The figures to read first come first in the tables (they are ordered by
-/// first appearance): the rates, then CPU per request; the rest keep their order.
-const FIRST: [&str; 5] = [
+/// first appearance): the rates, then CPU per request and its kernel share; the
+/// rest keep their order.
+const FIRST: [&str; 7] = [
     "throughput",
     "throughput_per_core",
     "throughput_wrk",
     "server_cpu_per_request",
     "server_cpu_per_request_wrk",
+    "server_kernel_cpu_per_request",
+    "server_kernel_cpu_per_request_wrk",
 ];
 
 pub(super) fn in_reading_order(mut out: Vec<Metric>) -> Vec<Metric> {
@@ -348,6 +351,7 @@ mod tests {
                 "throughput",
                 "latency_p50",
                 "errors",
+                "server_kernel_cpu_per_request",
                 "server_cpu_per_request",
                 "server_cpu",
                 "client_cpu_wrk",
@@ -365,6 +369,7 @@ mod tests {
                 "throughput_wrk",
                 "server_cpu_per_request",
                 "server_cpu_per_request_wrk",
+                "server_kernel_cpu_per_request",
                 "latency_p50",
                 "errors",
                 "server_cpu",

@@ -170,6 +170,7 @@ fn load_server(
     warm_up(&base, scenario, plan, body)?;
     let sampler = RssSampler::start(pid);
     let cpu_before = procfs::tree_cpu_seconds(pid)?;
+    let kernel_before = procfs::tree_kernel_cpu_seconds(pid)?;
     // oha is the only child reaped during the timed run: its CPU time.
     let client_before = procfs::children_cpu_seconds()?;
     let machine_before = procfs::machine_busy_seconds()?;
@@ -177,6 +178,8 @@ fn load_server(
     let outcome = timed_run(&base, scenario, plan, body)?;
     let wall = started.elapsed().as_secs_f64();
     let (cpu_seconds, cpu_parts) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
+    let (kernel_seconds, _) =
+        tree::cpu_between(&kernel_before, &procfs::tree_kernel_cpu_seconds(pid)?);
     let cpu = cpu_seconds / wall;
     let client_cpu = (procfs::children_cpu_seconds()? - client_before) / wall;
     // What the rest of the machine used meanwhile (this process, other work):
@@ -199,6 +202,11 @@ fn load_server(
         cpu_per_request(
             m("server_cpu_per_request", "us", Better::Lower),
             cpu_seconds,
+            answered,
+        ),
+        cpu_per_request(
+            m("server_kernel_cpu_per_request", "us", Better::Lower),
+            kernel_seconds,
             answered,
         ),
         m("server_cpu", "cores", Better::Lower)
@@ -275,6 +283,7 @@ fn check_with_wrk(
     let pid = server.pid();
     let run = || -> Result<Vec<Metric>> {
         let cpu_before = procfs::tree_cpu_seconds(pid)?;
+        let kernel_before = procfs::tree_kernel_cpu_seconds(pid)?;
         let client_before = procfs::children_cpu_seconds()?;
         let started = Instant::now();
         let summary = wrk::run(
@@ -288,6 +297,8 @@ fn check_with_wrk(
         )?;
         let wall = started.elapsed().as_secs_f64();
         let (cpu_seconds, _) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
+        let (kernel_seconds, _) =
+            tree::cpu_between(&kernel_before, &procfs::tree_kernel_cpu_seconds(pid)?);
         let client_cpu = (procfs::children_cpu_seconds()? - client_before) / wall;
         let rate = summary.ok_rate() * scenario.mb_per_request.unwrap_or(1.0);
         let mut throughput = m("throughput_wrk", unit, Better::Higher).value(rate);
@@ -302,6 +313,11 @@ fn check_with_wrk(
             cpu_per_request(
                 m("server_cpu_per_request_wrk", "us", Better::Lower),
                 cpu_seconds,
+                summary.requests,
+            ),
+            cpu_per_request(
+                m("server_kernel_cpu_per_request_wrk", "us", Better::Lower),
+                kernel_seconds,
                 summary.requests,
             ),
             m("client_cpu_wrk", "cores", Better::Lower).value(client_cpu),
