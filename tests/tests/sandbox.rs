@@ -265,6 +265,7 @@ fn a_hostile_component_reaches_nothing_it_was_not_granted() {
         "the host kept {spent} ticks of CPU busy in 2 s of idle"
     );
     let peak = status_kib(server.pid(), "VmHWM:");
+    eprintln!("sandbox: peak RSS {peak} KiB, {spent} ticks of CPU in 2 s after the runaway query");
     assert!(peak < PEAK_RSS_KIB, "peak RSS {peak} KiB");
     assert_eq!(
         get(&server.url("/ok")).status,
