@@ -20,6 +20,10 @@ PYTHON ?= python3
 # One virtual environment per Python SDK generation, from its app's requirements.txt.
 PY_SDKS := sdk4 sdk5
 PY_VENVS := $(PY_SDKS:%=target/python/%/.installed)
+# The test apps that are workspaces of their own, as `spin new` makes them, build into their
+# own target/ but share one build directory (cargo's build.build-dir): the spin-sdk and
+# wit-bindgen they have in common compile once, not once per app.
+APP_BUILD := CARGO_BUILD_BUILD_DIR=$(CURDIR)/target/test-apps-build
 
 .PHONY: compare test build setup clean
 
@@ -45,14 +49,14 @@ endif
 	$(SPINBENCH) build -f tests/template-app
 	$(SPINBENCH) build -f tests/template-app/kv
 	$(SPINBENCH) build -f tests/template-app/llm
-	$(SPINBENCH) build -f tests/apps/spin4-template
-	$(SPINBENCH) build -f tests/apps/spin2-sdk
+	$(APP_BUILD) $(SPINBENCH) build -f tests/apps/spin4-template
+	$(APP_BUILD) $(SPINBENCH) build -f tests/apps/spin2-sdk
 	$(SPINBENCH) build -f tests/apps/wagi
-	$(SPINBENCH) build -f tests/apps/key-value
-	$(SPINBENCH) build -f tests/apps/wasi-keyvalue
-	$(SPINBENCH) build -f tests/apps/sqlite
-	$(SPINBENCH) build -f tests/apps/postgres
-	$(SPINBENCH) build -f tests/apps/mysql
+	$(APP_BUILD) $(SPINBENCH) build -f tests/apps/key-value
+	$(APP_BUILD) $(SPINBENCH) build -f tests/apps/wasi-keyvalue
+	$(APP_BUILD) $(SPINBENCH) build -f tests/apps/sqlite
+	$(APP_BUILD) $(SPINBENCH) build -f tests/apps/postgres
+	$(APP_BUILD) $(SPINBENCH) build -f tests/apps/mysql
 	$(SPINBENCH) build -f tests/apps/outbound
 	$(SPINBENCH) build -f tests/apps/hostile
 	$(SPINBENCH) build -f tests/apps/files
