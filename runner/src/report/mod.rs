@@ -59,7 +59,8 @@
 //!   } ],
 //!   "ratios": [ { "measurement", "function", "metric", "k", "host", "baseline",
 //!                 "ratio" } ],       // host p50 / baseline p50, within this run
-//!   "warnings": [ "..." ]       // noisy series; oha and wrk more than 10 % apart (with why);
+//!   "warnings": [ "..." ]       // noisy series; oha and wrk more than 10 % apart (with why),
+//!                               // or their server CPU per request more than 15 % apart;
 //!                               // the wrk check skipped (wrk not on PATH)
 //! }
 //! ```
@@ -235,6 +236,26 @@ pub struct SplitCores {
 /// How far apart oha's and wrk's rates may be before the report warns.
 pub const GENERATORS_AGREE_WITHIN: f64 = 0.10;
 
+/// Why a server's CPU per request can differ between two generators at one
+/// concurrency: measured on loopback (docs/performance.md, "The kernel's share"),
+/// where its `writev` also runs the generator's receive path and wakes it.
+const LOOPBACK_WORK: &str = "on loopback the server's kernel time includes delivering each response to the generator and waking its thread where it waited, so it pays more per request under a generator that waits more (and more still where waking an idle CPU is dear, as in a VM)";
+
+/// `; kernel a vs b µs` where both generators' kernel shares were measured.
+fn kernel_shares(of: &dyn Fn(&str) -> Option<f64>) -> String {
+    match (
+        of("server_kernel_cpu_per_request"),
+        of("server_kernel_cpu_per_request_wrk"),
+    ) {
+        (Some(a), Some(b)) => format!("; of it the kernel's {a:.1} vs {b:.1}"),
+        _ => String::new(),
+    }
+}
+
+/// How far apart the server's CPU per request under oha and under wrk may be
+/// before the report warns, where their rates agree (issue 33's bound).
+pub const CPU_PER_REQUEST_AGREES_WITHIN: f64 = 0.15;
+
 /// A warning for each load figure whose rate under wrk (`throughput_wrk`)
 /// differs from oha's by more than [`GENERATORS_AGREE_WITHIN`], with what the
 /// run says of why: whether the server spent the same CPU per request under
@@ -261,6 +282,7 @@ pub fn generators_disagree(metrics: &[Metric], cpus: SplitCores) -> Vec<String> 
             continue;
         };
         if (ratio - 1.0).abs() <= GENERATORS_AGREE_WITHIN {
+            warnings.extend(cpu_per_request_disagrees(oha, &of));
             continue;
         }
         let mut why = Vec::new();
@@ -272,7 +294,8 @@ pub fn generators_disagree(metrics: &[Metric], cpus: SplitCores) -> Vec<String> 
                 "the server spent the same CPU per request under both ({a:.1} vs {b:.1} µs): the rates differ by the CPU it got, not by the work it did"
             )),
             (Some(a), Some(b)) => why.push(format!(
-                "the server's CPU per request differs too ({a:.1} µs under oha, {b:.1} under wrk): it did different work for the two clients, or the machine's contention changed between the runs"
+                "the server's CPU per request differs too ({a:.1} µs under oha, {b:.1} under wrk{}): {LOOPBACK_WORK}, or the machine's contention changed between the runs",
+                kernel_shares(&of)
             )),
             _ => {}
         }
@@ -318,6 +341,28 @@ pub fn generators_disagree(metrics: &[Metric], cpus: SplitCores) -> Vec<String> 
         ));
     }
     warnings
+}
+
+/// Where oha's and wrk's rates agree but the server's CPU per request under
+/// them does not (beyond [`CPU_PER_REQUEST_AGREES_WITHIN`]): a warning with both
+/// figures, their kernel shares and why.
+fn cpu_per_request_disagrees(oha: &Metric, of: &dyn Fn(&str) -> Option<f64>) -> Option<String> {
+    let (a, b) = (
+        of("server_cpu_per_request")?,
+        of("server_cpu_per_request_wrk")?,
+    );
+    let ratio = stats::ratio(b, a)?;
+    if (ratio - 1.0).abs() <= CPU_PER_REQUEST_AGREES_WITHIN {
+        return None;
+    }
+    Some(format!(
+        "load {} {}{}: the server's CPU per request differs by {:+.0} % between oha and wrk at the same rate ({a:.1} vs {b:.1} µs{}): {LOOPBACK_WORK}; compare hosts under one generator",
+        oha.function,
+        oha.host,
+        oha.k.map_or(String::new(), |k| format!(" K={k}")),
+        (ratio - 1.0) * 100.0,
+        kernel_shares(of),
+    ))
 }
 
 pub fn ratios(metrics: &[Metric]) -> Vec<Ratio> {
