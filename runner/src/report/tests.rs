@@ -50,6 +50,13 @@ fn load(host: &str, name: &'static str, value: f64) -> Metric {
     .value(value)
 }
 
+/// The server on one CPU and the generators on another, pinned.
+const ONE_EACH: SplitCores = SplitCores {
+    server: 1,
+    generator: 1,
+    pinned: true,
+};
+
 /// oha and wrk 20 % apart on wasm, with the same CPU per request and oha
 /// on all of its CPU: warned, with why. 5 % apart on native: not warned.
 #[test]
@@ -64,12 +71,7 @@ fn generators_that_disagree_are_warned_about_with_why() {
         load("wasm", "client_cpu", 0.97),
         load("wasm", "client_cpu_wrk", 0.5),
     ];
-    let one_each = SplitCores {
-        server: 1,
-        generator: 1,
-        pinned: true,
-    };
-    let warnings = generators_disagree(&metrics, one_each);
+    let warnings = generators_disagree(&metrics, ONE_EACH);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let w = &warnings[0];
     assert!(
@@ -114,7 +116,7 @@ fn generators_that_disagree_are_warned_about_with_why() {
     assert!(w.contains("oha used 0.97 of its 2 CPU(s);"), "{w}");
     assert!(w.contains("not pinned"), "{w}");
     // Without wrk's figure there is nothing to compare.
-    assert!(generators_disagree(&metrics[2..3], one_each).is_empty());
+    assert!(generators_disagree(&metrics[2..3], ONE_EACH).is_empty());
 }
 
 /// Rates within 10 % but the server's CPU per request 20 % apart (a server that
@@ -130,14 +132,10 @@ fn cpu_per_request_that_differs_between_generators_is_warned_about() {
         load("native", "server_kernel_cpu_per_request", 8.9),
         load("native", "server_kernel_cpu_per_request_wrk", 7.8),
     ];
-    let one_each = SplitCores {
-        server: 1,
-        generator: 1,
-        pinned: true,
+    let warnings = generators_disagree(&metrics, ONE_EACH);
+    let [w] = warnings.as_slice() else {
+        panic!("one warning expected: {warnings:?}")
     };
-    let warnings = generators_disagree(&metrics, one_each);
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    let w = &warnings[0];
     assert!(
         w.starts_with(
             "load hello native: the server's CPU per request differs by -17 % between oha and wrk at the same rate (12.0 vs 10.0 µs; of it the kernel's 8.9 vs 7.8)"
@@ -146,7 +144,7 @@ fn cpu_per_request_that_differs_between_generators_is_warned_about() {
     );
     assert!(w.contains("waking its thread where it waited"), "{w}");
     metrics[3] = load("native", "server_cpu_per_request_wrk", 11.0);
-    assert!(generators_disagree(&metrics, one_each).is_empty());
+    assert!(generators_disagree(&metrics, ONE_EACH).is_empty());
 }
 
 /// A finished report with a load plan, two measured hosts and one skipped.
