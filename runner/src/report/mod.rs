@@ -236,12 +236,16 @@ pub struct SplitCores {
 /// How far apart oha's and wrk's rates may be before the report warns.
 pub const GENERATORS_AGREE_WITHIN: f64 = 0.10;
 
+/// How far apart the server's CPU per request under oha and under wrk may be
+/// before the report warns, where their rates agree (issue 33's bound).
+pub const CPU_PER_REQUEST_AGREES_WITHIN: f64 = 0.15;
+
 /// Why a server's CPU per request can differ between two generators at one
 /// concurrency: measured on loopback (docs/performance.md, "The kernel's share"),
 /// where its `writev` also runs the generator's receive path and wakes it.
 const LOOPBACK_WORK: &str = "on loopback the server's kernel time includes delivering each response to the generator and waking its thread where it waited, so it pays more per request under a generator that waits more (and more still where waking an idle CPU is dear, as in a VM)";
 
-/// `; kernel a vs b µs` where both generators' kernel shares were measured.
+/// `; of it the kernel's a vs b` where both generators' kernel shares were measured.
 fn kernel_shares(of: &dyn Fn(&str) -> Option<f64>) -> String {
     match (
         of("server_kernel_cpu_per_request"),
@@ -252,9 +256,15 @@ fn kernel_shares(of: &dyn Fn(&str) -> Option<f64>) -> String {
     }
 }
 
-/// How far apart the server's CPU per request under oha and under wrk may be
-/// before the report warns, where their rates agree (issue 33's bound).
-pub const CPU_PER_REQUEST_AGREES_WITHIN: f64 = 0.15;
+/// `load <function> <host>[ K=<k>]`: the figure a generator warning is about.
+fn load_label(oha: &Metric) -> String {
+    format!(
+        "load {} {}{}",
+        oha.function,
+        oha.host,
+        oha.k.map_or(String::new(), |k| format!(" K={k}"))
+    )
+}
 
 /// A warning for each load figure whose rate under wrk (`throughput_wrk`)
 /// differs from oha's by more than [`GENERATORS_AGREE_WITHIN`], with what the
@@ -262,7 +272,8 @@ pub const CPU_PER_REQUEST_AGREES_WITHIN: f64 = 0.15;
 /// both (then the rates differ by the CPU it got: a generator that ran out of
 /// its own CPUs, or other work on the server's), how much of its CPUs the
 /// server got and each generator used, and how much the rest of the machine
-/// took meanwhile.
+/// took meanwhile. Where the rates agree, a warning if the server's CPU per
+/// request under them does not ([`cpu_per_request_disagrees`]).
 pub fn generators_disagree(metrics: &[Metric], cpus: SplitCores) -> Vec<String> {
     let mut warnings = Vec::new();
     for oha in metrics
@@ -330,10 +341,8 @@ pub fn generators_disagree(metrics: &[Metric], cpus: SplitCores) -> Vec<String> 
             why.push("server and generators shared the CPUs (not pinned): a generator that costs more per request leaves the server less".into());
         }
         warnings.push(format!(
-            "load {} {}{}: oha and wrk differ by {:+.0} % ({} vs {} under wrk): {}; server CPU per request is the figure to compare",
-            oha.function,
-            oha.host,
-            oha.k.map_or(String::new(), |k| format!(" K={k}")),
+            "{}: oha and wrk differ by {:+.0} % ({} vs {} under wrk): {}; server CPU per request is the figure to compare",
+            load_label(oha),
             (ratio - 1.0) * 100.0,
             table::fmt(by_oha, oha.unit),
             table::fmt(by_wrk, oha.unit),
@@ -356,10 +365,8 @@ fn cpu_per_request_disagrees(oha: &Metric, of: &dyn Fn(&str) -> Option<f64>) -> 
         return None;
     }
     Some(format!(
-        "load {} {}{}: the server's CPU per request differs by {:+.0} % between oha and wrk at the same rate ({a:.1} vs {b:.1} µs{}): {LOOPBACK_WORK}; compare hosts under one generator",
-        oha.function,
-        oha.host,
-        oha.k.map_or(String::new(), |k| format!(" K={k}")),
+        "{}: the server's CPU per request differs by {:+.0} % between oha and wrk at the same rate ({a:.1} vs {b:.1} µs{}): {LOOPBACK_WORK}; compare hosts under one generator",
+        load_label(oha),
         (ratio - 1.0) * 100.0,
         kernel_shares(of),
     ))
