@@ -5,6 +5,9 @@
 //! rates when the generator, not the server, is what runs out of CPU; where
 //! they agree, the figure is the server's. Read from wrk's text summary
 //! ([`WrkSummary::parse`]); its method, headers and body come from a Lua script.
+//! The check runs in two halves, one before oha's run and one after it
+//! ([`half_duration`]), so that a machine whose speed drifts while oha runs
+//! moves both generators' figures alike.
 
 use super::hosts;
 use super::pin::Cpus;
@@ -14,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// wrk's run per scenario and host is at most this long: a check, not a
-/// second measurement, so that it adds minutes, not a second full run.
-pub const MAX_DURATION: Duration = Duration::from_secs(5);
+/// wrk's two runs per scenario and host together are at most this long: a
+/// check, not a second measurement, so that it adds minutes, not a second full run.
+pub const MAX_DURATION: Duration = Duration::from_secs(6);
 /// A request unanswered this long counts as a timeout (wrk's default is 2 s,
 /// shorter than a 16 MiB `sha1` request may take on a loaded machine).
 const REQUEST_TIMEOUT: &str = "30s";
@@ -103,6 +106,16 @@ impl WrkSummary {
     pub fn errors(&self) -> u64 {
         self.bad_status + self.socket_errors
     }
+
+    /// Two runs read as one: their counts and times summed.
+    pub fn and(&self, other: &WrkSummary) -> WrkSummary {
+        WrkSummary {
+            requests: self.requests + other.requests,
+            seconds: self.seconds + other.seconds,
+            bad_status: self.bad_status + other.bad_status,
+            socket_errors: self.socket_errors + other.socket_errors,
+        }
+    }
 }
 
 /// A time as wrk prints it: `1.00s`, `850.00ms`, `12.00us`, `1.50m`, `2.00h`.
@@ -126,16 +139,12 @@ pub fn find() -> Result<PathBuf, String> {
     hosts::on_path("wrk")
 }
 
-/// How long wrk runs for a `load_duration` scenario: as long, up to
-/// [`MAX_DURATION`], in whole seconds (wrk takes no fractions).
-pub fn duration(load_duration: Duration) -> Duration {
-    Duration::from_secs(
-        load_duration
-            .min(MAX_DURATION)
-            .as_secs_f64()
-            .round()
-            .max(1.0) as u64,
-    )
+/// How long each of wrk's two runs for a `load_duration` scenario lasts: half
+/// of it, both together up to [`MAX_DURATION`], in whole seconds of at least one
+/// (wrk takes no fractions).
+pub fn half_duration(load_duration: Duration) -> Duration {
+    let half = load_duration.min(MAX_DURATION).as_secs_f64() / 2.0;
+    Duration::from_secs(half.round().max(1.0) as u64)
 }
 
 /// A Lua string literal of `bytes`: printable ASCII as it is, every other
@@ -294,13 +303,38 @@ Transfer/sec:      1.60MB
 
     #[test]
     fn runs_are_bounded_whole_seconds() {
-        assert_eq!(duration(Duration::from_secs(10)), MAX_DURATION);
-        assert_eq!(duration(Duration::from_secs(1)), Duration::from_secs(1));
-        assert_eq!(duration(Duration::from_millis(200)), Duration::from_secs(1));
+        assert_eq!(half_duration(Duration::from_secs(10)) * 2, MAX_DURATION);
         assert_eq!(
-            duration(Duration::from_millis(2600)),
+            half_duration(Duration::from_secs(4)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            half_duration(Duration::from_secs(1)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            half_duration(Duration::from_millis(200)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            half_duration(Duration::from_millis(5400)),
             Duration::from_secs(3)
         );
+    }
+
+    /// Two halves read as one run: counts and times add up, so the rate is
+    /// their requests over their time together, not a mean of two rates.
+    #[test]
+    fn two_runs_read_as_one() {
+        let run = |requests, seconds, bad_status, socket_errors| WrkSummary {
+            requests,
+            seconds,
+            bad_status,
+            socket_errors,
+        };
+        let both = run(300, 3.0, 10, 1).and(&run(100, 2.0, 0, 2));
+        assert_eq!(both, run(400, 5.0, 10, 3));
+        assert_eq!((both.ok_rate(), both.errors()), (78.0, 13));
     }
 
     /// The request is oha's: method, headers and the body file; nothing in a

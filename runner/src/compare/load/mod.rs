@@ -152,7 +152,8 @@ impl Drop for RssSampler {
 /// Load on one locally started server: warm-up, timed run, the CPU of the
 /// server's tree (also per request), oha's and the rest of the machine's, and
 /// the tree's RSS; then, if the run hit a limit, whether the host still serves
-/// and what the clients saw, else wrk's check of the rate (`check_with_wrk`).
+/// and what the clients saw, else wrk's check of the rate, run in two halves
+/// around oha's timed run (`wrk_run`, `wrk_metrics`).
 fn load_server(
     server: &Server,
     t: &Target,
@@ -168,6 +169,8 @@ fn load_server(
     // Before the warm-up: the fresh server's footprint, which "after" is compared with.
     let memory_idle = procfs::tree_memory(pid)?;
     warm_up(&base, scenario, plan, body)?;
+    // wrk's first half, before oha's timed run; its second comes after (`wrk_run`).
+    let wrk_before = wrk_checks(scenario).then(|| wrk_run(server, t, plan, paths, body));
     let sampler = RssSampler::start(pid);
     let cpu_before = procfs::tree_cpu_seconds(pid)?;
     let kernel_before = procfs::tree_kernel_cpu_seconds(pid)?;
@@ -223,7 +226,10 @@ fn load_server(
             .processes(after_parts),
     ]);
     let Some(hit) = hit else {
-        out.extend(check_with_wrk(server, t, plan, paths, body));
+        if let Some(before) = wrk_before {
+            let both = before.and_then(|b| Ok(b.and(&wrk_run(server, t, plan, paths, body)?)));
+            out.extend(wrk_metrics(t, both));
+        }
         return Ok(in_reading_order(out));
     };
     let serving = server.still_serves(&f.probe(), RECOVERY);
@@ -256,76 +262,117 @@ fn load_server(
     )))
 }
 
-/// wrk's check of oha's rate, run on the same (warm) server right after oha's
-/// figures were taken: wrk's rate, the server's CPU per request under wrk, and
-/// wrk's own CPU (`Report::finish` warns where the rates differ). None for a
-/// scenario read in steady state (wrk's count over its whole run includes the
-/// ramp-up, which oha's steady-state window leaves out) or without wrk (the
-/// report says the check was skipped, once). A failed check is skipped with
-/// why; it never costs the host its oha figures.
-fn check_with_wrk(
+/// What one of wrk's two runs read, and what the server's tree and wrk spent meanwhile.
+struct WrkRun {
+    summary: wrk::WrkSummary,
+    /// The server tree's CPU and its kernel share, in seconds.
+    server_seconds: f64,
+    kernel_seconds: f64,
+    /// wrk's CPU, in seconds, over `wall` seconds.
+    client_seconds: f64,
+    wall: f64,
+}
+
+impl WrkRun {
+    /// The two halves read as one run: everything summed.
+    fn and(&self, other: &WrkRun) -> WrkRun {
+        WrkRun {
+            summary: self.summary.and(&other.summary),
+            server_seconds: self.server_seconds + other.server_seconds,
+            kernel_seconds: self.kernel_seconds + other.kernel_seconds,
+            client_seconds: self.client_seconds + other.client_seconds,
+            wall: self.wall + other.wall,
+        }
+    }
+}
+
+/// Whether wrk checks this scenario: not one read in steady state (wrk's count
+/// over its whole run includes the ramp-up, which oha's steady-state window
+/// leaves out), nor without wrk (the report says the check was skipped, once).
+fn wrk_checks(scenario: &Scenario) -> bool {
+    scenario.ramp_up.is_none() && wrk::find().is_ok()
+}
+
+/// One half of wrk's check on the (warm) server: half of its time, just before
+/// oha's timed run or just after it, so that the two generators' figures cover
+/// the same stretch of a machine whose speed drifts.
+fn wrk_run(
     server: &Server,
     t: &Target,
     plan: &Plan,
     paths: &Paths,
     body: Option<&Path>,
-) -> Vec<Metric> {
+) -> Result<WrkRun> {
+    let pid = server.pid();
+    let cpu_before = procfs::tree_cpu_seconds(pid)?;
+    let kernel_before = procfs::tree_kernel_cpu_seconds(pid)?;
+    let client_before = procfs::children_cpu_seconds()?;
+    let started = Instant::now();
+    let summary = wrk::run(
+        &format!("http://{}", server.addr),
+        t.scenario,
+        wrk::half_duration(plan.load_duration),
+        body,
+        &paths.work.join(format!("{}.wrk.lua", t.f.name)),
+        plan.pinning.generator(),
+        plan.pinning.generator_cores(),
+    )?;
+    let wall = started.elapsed().as_secs_f64();
+    let (server_seconds, _) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
+    let (kernel_seconds, _) =
+        tree::cpu_between(&kernel_before, &procfs::tree_kernel_cpu_seconds(pid)?);
+    Ok(WrkRun {
+        summary,
+        server_seconds,
+        kernel_seconds,
+        client_seconds: procfs::children_cpu_seconds()? - client_before,
+        wall,
+    })
+}
+
+/// wrk's check of oha's rate from its two halves: wrk's rate, the server's CPU
+/// per request under wrk, and wrk's own CPU (`Report::finish` warns where the
+/// rates differ). A failed check is skipped with why; it never costs the host
+/// its oha figures.
+fn wrk_metrics(t: &Target, runs: Result<WrkRun>) -> Vec<Metric> {
     let scenario = t.scenario;
-    if scenario.ramp_up.is_some() || wrk::find().is_err() {
-        return Vec::new();
-    }
     let m = |name, unit, better| metric(&t.f.name, t.host, scenario, name, unit, better);
     let unit = if scenario.mb_per_request.is_some() {
         "MB/s"
     } else {
         "req/s"
     };
-    let pid = server.pid();
-    let run = || -> Result<Vec<Metric>> {
-        let cpu_before = procfs::tree_cpu_seconds(pid)?;
-        let kernel_before = procfs::tree_kernel_cpu_seconds(pid)?;
-        let client_before = procfs::children_cpu_seconds()?;
-        let started = Instant::now();
-        let summary = wrk::run(
-            &format!("http://{}", server.addr),
-            scenario,
-            wrk::duration(plan.load_duration),
-            body,
-            &paths.work.join(format!("{}.wrk.lua", t.f.name)),
-            plan.pinning.generator(),
-            plan.pinning.generator_cores(),
-        )?;
-        let wall = started.elapsed().as_secs_f64();
-        let (cpu_seconds, _) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
-        let (kernel_seconds, _) =
-            tree::cpu_between(&kernel_before, &procfs::tree_kernel_cpu_seconds(pid)?);
-        let client_cpu = (procfs::children_cpu_seconds()? - client_before) / wall;
-        let rate = summary.ok_rate() * scenario.mb_per_request.unwrap_or(1.0);
-        let mut throughput = m("throughput_wrk", unit, Better::Higher).value(rate);
-        if summary.errors() > 0 {
-            throughput = throughput.limit(format!(
-                "wrk saw {} answers of 400 or above and {} socket errors",
-                summary.bad_status, summary.socket_errors
-            ));
+    let run = match runs {
+        Ok(run) => run,
+        Err(e) => {
+            return vec![
+                m("throughput_wrk", unit, Better::Higher).skipped(format!("the wrk check: {e:#}")),
+            ];
         }
-        Ok(vec![
-            throughput,
-            cpu_per_request(
-                m("server_cpu_per_request_wrk", "us", Better::Lower),
-                cpu_seconds,
-                summary.requests,
-            ),
-            cpu_per_request(
-                m("server_kernel_cpu_per_request_wrk", "us", Better::Lower),
-                kernel_seconds,
-                summary.requests,
-            ),
-            m("client_cpu_wrk", "cores", Better::Lower).value(client_cpu),
-        ])
     };
-    run().unwrap_or_else(|e| {
-        vec![m("throughput_wrk", unit, Better::Higher).skipped(format!("the wrk check: {e:#}"))]
-    })
+    let summary = &run.summary;
+    let rate = summary.ok_rate() * scenario.mb_per_request.unwrap_or(1.0);
+    let mut throughput = m("throughput_wrk", unit, Better::Higher).value(rate);
+    if summary.errors() > 0 {
+        throughput = throughput.limit(format!(
+            "wrk saw {} answers of 400 or above and {} socket errors",
+            summary.bad_status, summary.socket_errors
+        ));
+    }
+    vec![
+        throughput,
+        cpu_per_request(
+            m("server_cpu_per_request_wrk", "us", Better::Lower),
+            run.server_seconds,
+            summary.requests,
+        ),
+        cpu_per_request(
+            m("server_kernel_cpu_per_request_wrk", "us", Better::Lower),
+            run.kernel_seconds,
+            summary.requests,
+        ),
+        m("client_cpu_wrk", "cores", Better::Lower).value(run.client_seconds / run.wall),
+    ]
 }
 
 /// `compare`'s load measurement: every scenario of every function on every
