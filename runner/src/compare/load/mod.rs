@@ -170,7 +170,9 @@ fn load_server(
     let memory_idle = procfs::tree_memory(pid)?;
     warm_up(&base, scenario, plan, body)?;
     // wrk's first half, before oha's timed run; its second comes after (`wrk_run`).
-    let wrk_before = wrk_checks(scenario).then(|| wrk_run(server, t, plan, paths, body));
+    // `--quick` (not for figures) runs the second only.
+    let wrk_before =
+        (wrk_checks(scenario) && !plan.quick).then(|| wrk_run(server, t, plan, paths, body));
     let sampler = RssSampler::start(pid);
     let cpu_before = procfs::tree_cpu_seconds(pid)?;
     let kernel_before = procfs::tree_kernel_cpu_seconds(pid)?;
@@ -226,9 +228,13 @@ fn load_server(
             .processes(after_parts),
     ]);
     let Some(hit) = hit else {
-        if let Some(before) = wrk_before {
-            let both = before.and_then(|b| Ok(b.and(&wrk_run(server, t, plan, paths, body)?)));
-            out.extend(wrk_metrics(t, both));
+        if wrk_checks(scenario) {
+            let after = || wrk_run(server, t, plan, paths, body);
+            let runs = match wrk_before {
+                Some(before) => before.and_then(|b| Ok(b.and(&after()?))),
+                None => after(),
+            };
+            out.extend(wrk_metrics(t, runs));
         }
         return Ok(in_reading_order(out));
     };
