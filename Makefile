@@ -2,8 +2,8 @@
 #   make compare   set up, build everything, run the wasm-vs-native comparison
 #   make test      set up, build everything, run every test
 # Both install what they need themselves: the wasm32-wasip2 and wasm32-wasip1
-# targets (the latter for tests/apps/spin2-sdk, a Spin 2 era app), oha, and
-# the Python test apps' SDKs (a virtual environment per spin-sdk version under
+# targets (the latter for tests/apps/spin2-sdk, a Spin 2 era app), oha, the
+# wasmtime CLI and the Python test apps' SDKs (a virtual environment per spin-sdk version under
 # target/python/; the JavaScript app's `npm install` is its own build step).
 
 CARGO ?= cargo
