@@ -304,22 +304,14 @@ Transfer/sec:      1.60MB
     #[test]
     fn runs_are_bounded_whole_seconds() {
         assert_eq!(half_duration(Duration::from_secs(10)) * 2, MAX_DURATION);
-        assert_eq!(
-            half_duration(Duration::from_secs(4)),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            half_duration(Duration::from_secs(1)),
-            Duration::from_secs(1)
-        );
-        assert_eq!(
-            half_duration(Duration::from_millis(200)),
-            Duration::from_secs(1)
-        );
-        assert_eq!(
-            half_duration(Duration::from_millis(5400)),
-            Duration::from_secs(3)
-        );
+        // (the scenario's duration in ms, each half in s)
+        for (load_ms, half_s) in [(4000, 2), (1000, 1), (200, 1), (5400, 3)] {
+            assert_eq!(
+                half_duration(Duration::from_millis(load_ms)),
+                Duration::from_secs(half_s),
+                "{load_ms} ms"
+            );
+        }
     }
 
     /// Two halves read as one run: counts and times add up, so the rate is

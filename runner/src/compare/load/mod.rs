@@ -29,8 +29,8 @@ use super::wrk;
 use super::{Function, Paths, Plan, Run};
 use crate::benchfile::Variant;
 use crate::model::Measurement;
-use crate::procfs;
-use crate::report::{Better, Metric};
+use crate::procfs::{self, Reading};
+use crate::report::{Better, Counted, Metric};
 use anyhow::{Context, Result};
 use figures::{
     ClientsSaw, Figures, Outcome, cpu_per_request, in_reading_order, mark_limit, metric,
@@ -152,6 +152,52 @@ impl Drop for RssSampler {
     }
 }
 
+/// What a server's process tree, and the load generators this process ran and
+/// reaped, had spent at one moment: the start of a run they are measured over.
+struct CpuMark {
+    tree: Vec<Reading<f64>>,
+    kernel: Vec<Reading<f64>>,
+    generators: f64,
+    at: Instant,
+}
+
+/// What they spent over a run, in seconds.
+struct CpuSpent {
+    server_seconds: f64,
+    /// `server_seconds` by process of the tree.
+    server_parts: Vec<Counted>,
+    kernel_seconds: f64,
+    /// The generator run meanwhile, the only child reaped during it.
+    generator_seconds: f64,
+    wall: f64,
+}
+
+impl CpuMark {
+    fn now(pid: u32) -> Result<CpuMark> {
+        Ok(CpuMark {
+            tree: procfs::tree_cpu_seconds(pid)?,
+            kernel: procfs::tree_kernel_cpu_seconds(pid)?,
+            generators: procfs::children_cpu_seconds()?,
+            at: Instant::now(),
+        })
+    }
+
+    fn spent(&self, pid: u32) -> Result<CpuSpent> {
+        let wall = self.at.elapsed().as_secs_f64();
+        let (server_seconds, server_parts) =
+            tree::cpu_between(&self.tree, &procfs::tree_cpu_seconds(pid)?);
+        let (kernel_seconds, _) =
+            tree::cpu_between(&self.kernel, &procfs::tree_kernel_cpu_seconds(pid)?);
+        Ok(CpuSpent {
+            server_seconds,
+            server_parts,
+            kernel_seconds,
+            generator_seconds: procfs::children_cpu_seconds()? - self.generators,
+            wall,
+        })
+    }
+}
+
 /// Load on one locally started server: warm-up, timed run, the CPU of the
 /// server's tree (also per request), oha's and the rest of the machine's, and
 /// the tree's RSS; then, if the run hit a limit, whether the host still serves
@@ -174,22 +220,21 @@ fn load_server(
     warm_up(&base, scenario, plan, body)?;
     // wrk's first half, before oha's timed run; its second comes after (`wrk_run`).
     // `--quick` (not for figures) runs the second only.
-    let wrk_before =
-        (wrk_checks(scenario) && !plan.quick).then(|| wrk_run(server, t, plan, paths, body));
+    let wrk_checks = wrk_checks(scenario);
+    let wrk_before = (wrk_checks && !plan.quick).then(|| wrk_run(server, t, plan, paths, body));
     let sampler = RssSampler::start(pid);
-    let cpu_before = procfs::tree_cpu_seconds(pid)?;
-    let kernel_before = procfs::tree_kernel_cpu_seconds(pid)?;
-    // oha is the only child reaped during the timed run: its CPU time.
-    let client_before = procfs::children_cpu_seconds()?;
     let machine_before = procfs::machine_busy_seconds()?;
-    let started = Instant::now();
+    let mark = CpuMark::now(pid)?;
     let outcome = timed_run(&base, scenario, plan, body)?;
-    let wall = started.elapsed().as_secs_f64();
-    let (cpu_seconds, cpu_parts) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
-    let (kernel_seconds, _) =
-        tree::cpu_between(&kernel_before, &procfs::tree_kernel_cpu_seconds(pid)?);
+    let CpuSpent {
+        server_seconds: cpu_seconds,
+        server_parts: cpu_parts,
+        kernel_seconds,
+        generator_seconds,
+        wall,
+    } = mark.spent(pid)?;
     let cpu = cpu_seconds / wall;
-    let client_cpu = (procfs::children_cpu_seconds()? - client_before) / wall;
+    let client_cpu = generator_seconds / wall;
     // What the rest of the machine used meanwhile (this process, other work):
     // on a shared machine, the sign that a figure was measured under contention.
     let machine = (procfs::machine_busy_seconds()? - machine_before) / wall;
@@ -231,7 +276,7 @@ fn load_server(
             .processes(after_parts),
     ]);
     let Some(hit) = hit else {
-        if wrk_checks(scenario) {
+        if wrk_checks {
             let after = || wrk_run(server, t, plan, paths, body);
             let runs = match wrk_before {
                 Some(before) => before.and_then(|b| Ok(b.and(&after()?))),

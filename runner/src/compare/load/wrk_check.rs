@@ -4,14 +4,12 @@
 //! then cover the same stretch of time.
 
 use super::figures::{cpu_per_request, metric};
-use super::{Target, tree};
+use super::{CpuMark, Target};
 use crate::compare::wrk;
 use crate::compare::{Paths, Plan, hosts::Server, scenarios::Scenario};
-use crate::procfs;
 use crate::report::{Better, Metric};
 use anyhow::Result;
 use std::path::Path;
-use std::time::Instant;
 
 /// What one of wrk's two runs read, and what the server's tree and wrk spent meanwhile.
 pub(super) struct WrkRun {
@@ -55,10 +53,7 @@ pub(super) fn wrk_run(
     body: Option<&Path>,
 ) -> Result<WrkRun> {
     let pid = server.pid();
-    let cpu_before = procfs::tree_cpu_seconds(pid)?;
-    let kernel_before = procfs::tree_kernel_cpu_seconds(pid)?;
-    let client_before = procfs::children_cpu_seconds()?;
-    let started = Instant::now();
+    let mark = CpuMark::now(pid)?;
     let summary = wrk::run(
         &format!("http://{}", server.addr),
         t.scenario,
@@ -68,16 +63,13 @@ pub(super) fn wrk_run(
         plan.pinning.generator(),
         plan.pinning.generator_cores(),
     )?;
-    let wall = started.elapsed().as_secs_f64();
-    let (server_seconds, _) = tree::cpu_between(&cpu_before, &procfs::tree_cpu_seconds(pid)?);
-    let (kernel_seconds, _) =
-        tree::cpu_between(&kernel_before, &procfs::tree_kernel_cpu_seconds(pid)?);
+    let spent = mark.spent(pid)?;
     Ok(WrkRun {
         summary,
-        server_seconds,
-        kernel_seconds,
-        client_seconds: procfs::children_cpu_seconds()? - client_before,
-        wall,
+        server_seconds: spent.server_seconds,
+        kernel_seconds: spent.kernel_seconds,
+        client_seconds: spent.generator_seconds,
+        wall: spent.wall,
     })
 }
 
