@@ -14,10 +14,14 @@
 //! - [`app`]: the loaded application ([`Host`]) tying the three together, and
 //!   [`server`], which puts it behind an HTTP/1.1 listener.
 
+// Every line leaves whole, in one write (`lines`): never `println!`/`eprintln!`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod app;
 pub mod capabilities;
 pub mod front;
 pub mod instance;
+pub mod lines;
 mod logger;
 pub mod manifest;
 mod server;

@@ -69,12 +69,12 @@ fn queue() -> &'static SyncSender<Vec<u8>> {
 fn write_lines(receiver: Receiver<Vec<u8>>) {
     let mut stderr = std::io::stderr();
     for line in receiver {
-        let _ = stderr.write_all(&line);
+        let _ = crate::lines::write_whole_byte_lines(&mut stderr, &line);
         let dropped = DROPPED.swap(0, Ordering::Relaxed);
         if dropped > 0 {
-            let _ = writeln!(
-                stderr,
-                "warning: {dropped} log lines dropped (stderr is not read fast enough)"
+            let _ = crate::lines::write_whole_lines(
+                &mut stderr,
+                &format!("warning: {dropped} log lines dropped (stderr is not read fast enough)"),
             );
         }
     }
@@ -175,17 +175,30 @@ impl Capture {
 
 /// `prefix` and the guest's `text` (lossy UTF-8, its newline dropped) with
 /// control characters escaped, so that the text cannot end the line early,
-/// rewrite it (`\r`) or send terminal escapes.
+/// rewrite it (`\r`) or send terminal escapes. Escapes make text longer: where
+/// the line would pass what a pipe writes in one piece
+/// ([`crate::lines::ATOMIC_WRITE`]), it goes on in a line of its own with the
+/// same prefix, so that every line still leaves in one write.
 fn log_line(prefix: &str, text: &[u8]) -> String {
     let text = String::from_utf8_lossy(text);
     let mut out = String::with_capacity(prefix.len() + text.len() + 1);
     out.push_str(prefix);
+    let mut line_start = 0;
+    let mut piece = String::new();
     for c in text.strip_suffix('\n').unwrap_or(&text).chars() {
+        piece.clear();
         if c.is_control() && c != '\t' {
-            out.extend(c.escape_default());
+            piece.extend(c.escape_default());
         } else {
-            out.push(c);
+            piece.push(c);
         }
+        let full = out.len() - line_start + piece.len() + 1 > crate::lines::ATOMIC_WRITE;
+        if full && out.len() - line_start > prefix.len() {
+            out.push('\n');
+            line_start = out.len();
+            out.push_str(prefix);
+        }
+        out.push_str(&piece);
     }
     out.push('\n');
     out
@@ -299,6 +312,20 @@ mod tests {
             "guest[c #1]: error: forged\\r\\u{1b}[2K\n"
         );
         assert_eq!(log_line("p: ", b"\xff\tok"), "p: \u{fffd}\tok\n");
+    }
+
+    #[test]
+    fn a_line_escapes_make_long_goes_on_in_lines_a_pipe_writes_whole() {
+        let text = [b'\x1b'; MAX_LINE];
+        let out = log_line("guest[c #1]: ", &text);
+        let lines: Vec<&str> = out.split_inclusive('\n').collect();
+        assert!(lines.len() > 1);
+        for line in &lines {
+            assert!(line.len() <= crate::lines::ATOMIC_WRITE, "{}", line.len());
+            assert!(line.starts_with("guest[c #1]: \\u{1b}"), "{line}");
+        }
+        let escapes: usize = lines.iter().map(|l| l.matches("\\u{1b}").count()).sum();
+        assert_eq!(escapes, MAX_LINE);
     }
 
     #[test]

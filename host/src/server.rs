@@ -86,8 +86,7 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
         .with_context(|| format!("listening on {}", options.listen))?;
     let addr = listener.local_addr()?;
     host.listening_on(addr);
-    print!("{}", host.routes_listing(addr));
-    std::io::Write::flush(&mut std::io::stdout()).context("writing the routes to stdout")?;
+    crate::lines::stdout(&host.routes_listing(addr)).context("writing the routes to stdout")?;
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let mut backoff = AcceptBackoff::default();
@@ -113,12 +112,12 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     }
     drop(listener);
     let grace = options.shutdown_grace;
-    eprintln!("shutting down: letting in-flight requests finish (up to {grace:?})");
+    crate::err_line!("shutting down: letting in-flight requests finish (up to {grace:?})");
     if tokio::time::timeout(grace, graceful.shutdown())
         .await
         .is_err()
     {
-        eprintln!("shutdown grace period over; dropping remaining connections");
+        crate::err_line!("shutdown grace period over; dropping remaining connections");
     }
     Ok(())
 }
@@ -260,7 +259,7 @@ async fn shutdown_signal() {
             }
         }
         Err(error) => {
-            eprintln!("warning: no SIGTERM handler ({error}); stop with Ctrl-C");
+            crate::err_line!("warning: no SIGTERM handler ({error}); stop with Ctrl-C");
             let _ = tokio::signal::ctrl_c().await;
         }
     }

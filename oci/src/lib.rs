@@ -16,6 +16,9 @@
 //! - [`client`]: the registry, through the `oci-client` crate; [`auth`]:
 //!   credentials as Spin finds them; [`reference`]: references parsed.
 
+// Every line leaves whole, in one write (`lines`): never `println!`/`eprintln!`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod archive;
 pub mod artifact;
 pub mod auth;

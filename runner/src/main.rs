@@ -1,6 +1,9 @@
 //! `spinbench`: hosts the function set's components the way Spin does and
 //! compares them with native builds of the same code.
 
+// Every line leaves whole, in one write (`lines`): never `println!`/`eprintln!`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod benchfile;
 mod compare;
 mod duration;
@@ -249,7 +252,7 @@ fn main() -> ExitCode {
     // The 10,000-user load scenario needs a socket per user in oha and in the
     // server (children inherit the limit); `compare` checks it per scenario.
     if let Err(e) = rlimit::raise_open_files() {
-        eprintln!("warning: could not raise the open-files limit: {e}");
+        spinbench_host::err_line!("warning: could not raise the open-files limit: {e}");
     }
     let outcome = match Cli::parse().command {
         Command::Build(args) => build(&args),
@@ -265,10 +268,10 @@ fn main() -> ExitCode {
         // it from a run that failed.
         Err(error) => {
             if let Some(regressed) = error.downcast_ref::<report::diff::Regressed>() {
-                eprintln!("{regressed}");
+                spinbench_host::err_line!("{regressed}");
                 ExitCode::from(report::diff::REGRESSED_EXIT_CODE)
             } else {
-                eprintln!("Error: {error:#}");
+                spinbench_host::err_line!("Error: {error:#}");
                 ExitCode::FAILURE
             }
         }

@@ -102,13 +102,13 @@ pub fn main(args: &RegistryArgs) -> Result<()> {
             let manifest = manifest::resolve_path(&args.from);
             let options = args.registry.options(args.cache_dir.as_deref())?;
             let pushed = spinbench_oci::push(&manifest, &args.reference, &options)?;
-            println!(
+            spinbench_host::out_line!(
                 "Pushed {} with digest {} ({} layers, {})",
                 args.reference,
                 pushed.digest,
                 pushed.layers,
                 kib(pushed.bytes)
-            );
+            )?;
             Ok(())
         }
         Command::Pull(args) => {
@@ -118,7 +118,7 @@ pub fn main(args: &RegistryArgs) -> Result<()> {
                 None => spinbench_oci::pull(&args.reference, &options)?,
             };
             report(&args.reference, &pulled);
-            println!("{}", pulled.manifest_path().display());
+            spinbench_host::out_line!("{}", pulled.manifest_path().display())?;
             Ok(())
         }
         Command::Login(args) => {
@@ -137,11 +137,11 @@ pub fn main(args: &RegistryArgs) -> Result<()> {
                 &password,
                 args.registry.insecure,
             )?;
-            println!(
+            spinbench_host::out_line!(
                 "Logged in to {}; credentials kept in {}",
                 args.server,
                 file.display()
-            );
+            )?;
             Ok(())
         }
     }
@@ -190,12 +190,12 @@ pub fn pull_app(
 fn report(reference: &str, pulled: &Pulled) {
     let downloaded = pulled.downloaded;
     if downloaded.blobs == 0 {
-        eprintln!(
+        spinbench_host::err_line!(
             "{reference}: {} from the cache, nothing downloaded",
             pulled.digest
         );
     } else {
-        eprintln!(
+        spinbench_host::err_line!(
             "{reference}: {} pulled, {} blobs downloaded ({})",
             pulled.digest,
             downloaded.blobs,

@@ -12,13 +12,13 @@ use std::process::Command;
 pub fn build_all(manifest: &Manifest) -> Result<()> {
     for (id, component) in &manifest.component {
         let Some(build) = &component.build else {
-            eprintln!("{id}: no build command, skipping");
+            spinbench_host::err_line!("{id}: no build command, skipping");
             continue;
         };
         let dir = workdir(manifest.base_dir(), build)
             .with_context(|| format!("building component {id:?}"))?;
         for command in build.commands() {
-            eprintln!("{id}: {command}");
+            spinbench_host::err_line!("{id}: {command}");
             run(command, &dir).with_context(|| format!("building component {id:?}"))?;
         }
     }

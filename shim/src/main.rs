@@ -7,6 +7,9 @@
 //! sets the container up with youki's libcontainer (namespaces, cgroup, root
 //! filesystem, stdio); the app then runs inside it (`sandbox`).
 
+// Every line leaves whole, in one write (`lines`): never `println!`/`eprintln!`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod app;
 mod artifact;
 mod bundle;

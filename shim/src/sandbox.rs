@@ -49,7 +49,7 @@ impl Sandbox for SpinbenchSandbox {
         match serve(ctx) {
             Ok(()) => Ok(0),
             Err(error) => {
-                eprintln!("Error: {error:#}");
+                spinbench_host::err_line!("Error: {error:#}");
                 Ok(1)
             }
         }
@@ -99,14 +99,14 @@ fn host_options(env: &ContainerEnv, cache_dir: Option<std::path::PathBuf>) -> Re
     let (pool, admission): (PoolSizing, AdmissionLimits) =
         memory::instance_limits(limit, instance_memory, (defaults.pool, defaults.admission))?;
     match limit {
-        Some(bytes) => eprintln!(
+        Some(bytes) => spinbench_host::err_line!(
             "container memory limit {} MiB: up to {} instances of {} MiB linear memory, {} served at once",
             bytes >> 20,
             pool.max_instances,
             pool.max_memory_size >> 20,
             admission.max_concurrent
         ),
-        None => eprintln!(
+        None => spinbench_host::err_line!(
             "no container memory limit visible (/sys/fs/cgroup): up to {} instances of {} MiB linear memory",
             pool.max_instances,
             pool.max_memory_size >> 20

@@ -8,18 +8,23 @@
 use serde_json::Value;
 use std::fs::File;
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+pub mod brokers;
 pub mod contract;
 pub mod database;
 mod http;
 pub mod node;
+pub mod ports;
+pub mod process;
 pub mod registry;
 pub mod report;
+pub mod service;
 
 pub use http::{
     Answer, exchange, get, get_within, header, parse_response, raw_exchange, raw_then_close,
@@ -77,7 +82,8 @@ fn listen_flag(command: &mut Command, addr: SocketAddr) {
     command.arg("--listen").arg(addr.to_string());
 }
 
-/// A server process on a loopback port; killed when dropped.
+/// A server process on a loopback port, started tied to the test process in a
+/// process group of its own ([`process`]); stopped with its group when dropped.
 pub struct Server {
     child: Child,
     pub addr: SocketAddr,
@@ -85,7 +91,8 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `program args... --listen 127.0.0.1:<free port>` and waits until it accepts.
+    /// Starts `program args... --listen 127.0.0.1:0` and waits until it accepts
+    /// on the address it announces.
     pub fn start(name: &str, program: &Path, args: &[&str]) -> Server {
         Server::start_configured(name, program, args, listen_flag)
     }
@@ -98,8 +105,10 @@ impl Server {
         })
     }
 
-    /// Starts `program args...`, `listen` telling it the free loopback address
-    /// to listen on (and setting anything else on the command), and waits until it accepts.
+    /// Starts `program args...`, `listen` telling it the loopback address to
+    /// listen on (port 0: the kernel picks a free one as the server binds, so
+    /// nothing can take it in between; the server announces it) and setting
+    /// anything else on the command, and waits until it accepts.
     pub fn start_configured(
         name: &str,
         program: &Path,
@@ -119,8 +128,8 @@ impl Server {
         listen: impl FnOnce(&mut Command, SocketAddr),
         unread_stderr: bool,
     ) -> Server {
-        let addr = free_loopback_addr();
-        let log = log_path(name, addr.port());
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        let log = log_path(name);
         let mut command = Command::new(program);
         command.args(args);
         listen(&mut command, addr);
@@ -132,14 +141,11 @@ impl Server {
         } else {
             output.try_clone().expect("log file").into()
         };
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(output)
-            .stderr(stderr)
-            .spawn()
+        command.stdin(Stdio::null()).stdout(output).stderr(stderr);
+        let child = process::spawn_tied(command)
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
         let mut server = Server { child, addr, log };
-        server.wait_until_accepting(Duration::from_mins(2));
+        server.wait_until_accepting(START_LIMIT);
         server
     }
 
@@ -191,10 +197,9 @@ impl Server {
         self.child.stderr.take()
     }
 
-    /// Kills the process and waits for it.
+    /// Kills the process (and its group) and waits for it.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        process::stop_group(&mut self.child, Duration::ZERO);
     }
 
     pub fn url(&self, path_and_query: &str) -> String {
@@ -250,10 +255,17 @@ impl Server {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Waits until the server announced its address (where it was given port
+    /// 0) and accepts on it.
     fn wait_until_accepting(&mut self, limit: Duration) {
         let start = Instant::now();
         while start.elapsed() < limit {
-            if serves_http(self.addr) {
+            if self.addr.port() == 0 {
+                if let Some(addr) = announced_addr(&self.log()) {
+                    self.addr = addr;
+                }
+            }
+            if self.addr.port() != 0 && serves_http(self.addr) {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -270,17 +282,35 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        process::stop_group(&mut self.child, Duration::ZERO);
     }
+}
+
+/// How long a server may take to answer, with a parallel build and the rest
+/// of the suite busy on the machine.
+pub const START_LIMIT: Duration = service::START_LIMIT;
+
+/// The address a server announced in its output: the first
+/// `http://127.0.0.1:<port>` (`Serving http://…`, `serving /hello on http://…`,
+/// `wasmtime serve`'s `Serving HTTP on http://…/`).
+fn announced_addr(log: &str) -> Option<SocketAddr> {
+    const PREFIX: &str = "http://127.0.0.1:";
+    let at = log.find(PREFIX)? + PREFIX.len();
+    let digits: String = log[at..].chars().take_while(char::is_ascii_digit).collect();
+    // A port still being written ends the digits at the log's end: wait for more.
+    if at + digits.len() == log.len() {
+        return None;
+    }
+    let port: u16 = digits.parse().ok().filter(|&port| port != 0)?;
+    Some(SocketAddr::from(([127, 0, 0, 1], port)))
 }
 
 /// Whether an HTTP server accepted a connection on `addr` and closed it
 /// cleanly after the client sent nothing. A bare connect is not enough: while
 /// another test thread spawns a process, the child holds a copy of every
-/// socket the test process had open until its `exec`, including a listener
-/// that [`free_loopback_addr`] just closed on this very port, and a connect
-/// then lands in that listener's backlog and is reset at the `exec`.
+/// socket the test process had open until its `exec` (a test's own listener,
+/// say), and a connect can land in such a copy's backlog and be reset at the
+/// `exec`.
 fn serves_http(addr: SocketAddr) -> bool {
     let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
         return false;
@@ -379,22 +409,19 @@ pub fn run_command_to_exit(
     input: Option<&[u8]>,
     limit: Duration,
 ) -> Option<(ExitStatus, String)> {
-    let output = std::env::temp_dir().join(format!(
-        "e2e-run-{}-{}",
-        std::process::id(),
-        free_loopback_addr().port()
-    ));
-    let file = File::create(&output).expect("output file");
-    let mut child = command
+    let output = tempfile::NamedTempFile::new().expect("output file");
+    let file = output.reopen().expect("output file");
+    command
         .stdin(if input.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
         })
         .stdout(file.try_clone().expect("output file"))
-        .stderr(file)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        .stderr(file);
+    let described = format!("{command:?}");
+    let mut child =
+        process::spawn_tied(command).unwrap_or_else(|e| panic!("cannot start {described}: {e}"));
     if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
         let _ = std::io::Write::write_all(&mut stdin, input);
     }
@@ -404,27 +431,22 @@ pub fn run_command_to_exit(
             break Some(status);
         }
         if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
+            process::stop_group(&mut child, Duration::ZERO);
             break None;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let text = std::fs::read_to_string(&output).unwrap_or_default();
-    let _ = std::fs::remove_file(&output);
+    let text = std::fs::read_to_string(output.path()).unwrap_or_default();
     status.map(|status| (status, text))
 }
 
-fn free_loopback_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-}
-
-fn log_path(name: &str, port: u16) -> PathBuf {
+/// A fresh log file's path under target/e2e-logs/, named for `name`.
+fn log_path(name: &str) -> PathBuf {
+    static COUNT: AtomicU32 = AtomicU32::new(0);
     let dir = workspace_root().join("target/e2e-logs");
     std::fs::create_dir_all(&dir).expect("log dir");
-    dir.join(format!("{name}-{port}.log"))
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("{name}-{}-{n}.log", std::process::id()))
 }
 
 /// The app directory `app` (from the workspace root), after checking that
@@ -469,26 +491,31 @@ pub fn on_path(program: &str) -> Option<PathBuf> {
 }
 
 impl Server {
-    /// Starts `command` as given (its own arguments say where it listens: `addr`),
-    /// with stdout and stderr in the log, and waits until it accepts.
+    /// Starts `command` as given (its own arguments say where it listens:
+    /// `addr`; port 0 where it announces the port it got), with stdout and
+    /// stderr in the log, and waits until it accepts.
     pub fn start_command(name: &str, mut command: Command, addr: SocketAddr) -> Server {
-        let log = log_path(name, addr.port());
+        let log = log_path(name);
         // One open file for both streams, as in `Server::spawn`.
         let output = File::create(&log).expect("log file");
-        let child = command
+        command
             .stdin(Stdio::null())
             .stdout(output.try_clone().expect("log file"))
-            .stderr(output)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+            .stderr(output);
+        let child = process::spawn_tied(command)
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         let mut server = Server { child, addr, log };
-        server.wait_until_accepting(Duration::from_mins(2));
+        server.wait_until_accepting(START_LIMIT);
         server
     }
 
-    /// A free loopback address for [`Server::start_command`].
+    /// A loopback address for a server that must be told its port before it
+    /// starts: leased for the rest of the test process ([`ports`]). Where the
+    /// server can bind port 0 and announce its address, give it
+    /// `127.0.0.1:0` instead.
     pub fn free_addr() -> SocketAddr {
-        free_loopback_addr()
+        let port = ports::PortLease::new().keep();
+        SocketAddr::from(([127, 0, 0, 1], port))
     }
 }
 
@@ -508,31 +535,14 @@ impl GroupServer {
 
     /// Whether any process of the group is still alive (`kill -0 -PGID`).
     pub fn group_alive(pgid: u32) -> bool {
-        signal_group("-0", pgid)
+        process::group_alive(pgid)
     }
 }
 
 impl Drop for GroupServer {
     fn drop(&mut self) {
-        let pgid = self.pgid();
-        signal_group("-TERM", pgid);
-        let start = Instant::now();
-        while GroupServer::group_alive(pgid) && start.elapsed() < Duration::from_secs(5) {
-            // Reaps the leader once it exits, so that it stops counting as alive.
-            let _ = self.server.child.try_wait();
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        signal_group("-KILL", pgid);
+        process::stop_group(&mut self.server.child, Duration::from_secs(5));
     }
-}
-
-/// Sends `signal` to every process of group `pgid` with kill(1); whether it reached one.
-fn signal_group(signal: &str, pgid: u32) -> bool {
-    Command::new("kill")
-        .args([signal, "--", &format!("-{pgid}")])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
 }
 
 /// Runs `spinbench compare` with `args` from the workspace root, its results
@@ -592,10 +602,11 @@ pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     pub fn new(label: &str) -> Scratch {
+        static COUNT: AtomicU32 = AtomicU32::new(0);
         let dir = workspace_root().join(format!(
             "target/e2e-scratch/{label}-{}-{}",
             std::process::id(),
-            Server::free_addr().port()
+            COUNT.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();

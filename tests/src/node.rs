@@ -82,6 +82,7 @@ impl Node {
         static COUNT: AtomicU32 = AtomicU32::new(0);
         let n = COUNT.fetch_add(1, Ordering::Relaxed);
         let label = format!("{}-{n}", std::process::id());
+        sweep_orphans();
         let dir = std::env::temp_dir().join(format!("spinbench-e2e-node-{label}"));
         std::fs::create_dir_all(dir.join("fifo")).expect("the node's directory");
         let registry = Registry::shared().expect("docker-registry (node::missing says so)");
@@ -244,7 +245,8 @@ impl Node {
     /// Container `id` of `image`, once it answers HTTP: its `ctr run` (whose log
     /// is the container's stdout and stderr) as a [`Server`].
     pub fn run(&self, id: &str, image: &str, extra: &[&str]) -> Server {
-        let addr = Server::free_addr();
+        // Port 0: the app binds a free one and announces it (`Serving http://…`).
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
         let command = self.run_command(id, image, &addr.to_string(), extra);
         Server::start_command(id, command, addr)
     }
@@ -384,39 +386,48 @@ fn start_containerd(dir: &Path, socket: &Path) -> Child {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let path = std::env::join_paths(std::iter::once(shim_dir).chain(std::env::split_paths(&path)))
         .expect("a PATH");
-    spawn_logged(
-        Command::new("containerd")
-            .arg("--config")
-            .arg(&config)
-            .env("PATH", path),
-        &dir.join("containerd.log"),
-    )
+    let mut containerd = Command::new("containerd");
+    containerd.arg("--config").arg(&config).env("PATH", path);
+    spawn_logged(containerd, &dir.join("containerd.log"))
 }
 
-fn spawn_logged(command: &mut Command, log: &Path) -> Child {
+/// Starts `command` tied to the test process ([`crate::process`]), its output in `log`.
+fn spawn_logged(mut command: Command, log: &Path) -> Child {
     let file = std::fs::File::create(log).expect("a log file");
     command
         .stdin(Stdio::null())
         .stdout(file.try_clone().expect("a log file"))
-        .stderr(file)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"))
+        .stderr(file);
+    let described = format!("{command:?}");
+    crate::process::spawn_tied(command).unwrap_or_else(|e| panic!("cannot start {described}: {e}"))
 }
 
 /// SIGTERM, then SIGKILL after five seconds.
 fn stop(child: &mut Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
+    crate::process::stop_group(child, Duration::from_secs(5));
+}
+
+/// Stops the shims of nodes whose test process is gone (it died before its
+/// `Node` was dropped): containerd starts each shim in a session of its own,
+/// so the kernel's parent-death signal does not reach them.
+fn sweep_orphans() {
+    let prefix = std::env::temp_dir().join("spinbench-e2e-node-");
+    let prefix = prefix.display().to_string();
+    for (pid, argv) in processes() {
+        let is_shim = argv.first().is_some_and(|a| a.contains("containerd-shim"));
+        let address = argv
+            .windows(2)
+            .find(|pair| pair[0] == "-address")
+            .map(|pair| pair[1].as_str());
+        let owner = address
+            .and_then(|a| a.strip_prefix(&prefix))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|owner| owner.parse::<u32>().ok());
+        let orphaned = owner.is_some_and(|owner| !Path::new(&format!("/proc/{owner}")).exists());
+        if is_shim && orphaned {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
         }
-        std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Every process's PID and arguments.

@@ -1,18 +1,17 @@
 //! A real OCI registry for the tests: Debian's `docker-registry` (the CNCF
-//! distribution registry) on a free loopback port, with its own storage
+//! distribution registry) on a leased loopback port, with its own storage
 //! folder and config, requiring a user and password (htpasswd). One is
-//! started per test binary and shared by its tests ([`Registry::shared`]);
-//! it is stopped by its PID when the test process exits: a shell started
-//! with it waits on a pipe only the test process holds, and kills it once
-//! that pipe closes, then removes its folder.
+//! started per test binary and shared by its tests ([`Registry::shared`]),
+//! as a [`Service`]: the kernel stops it when the test process ends.
 
+use crate::service::{Recipe, Service};
 use crate::workspace_root;
 use std::io::Read as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The user the registry knows, and its password.
 pub const USER: &str = "tester";
@@ -23,15 +22,15 @@ const PASSWORD_HASH: &str = "$2b$04$HlkfuPCBwNDG0uhJqFmjEus9kNq9MWe/0Rzwq6h2dbGf
 
 pub struct Registry {
     pub addr: SocketAddr,
-    /// Its folder: config, htpasswd, storage (`data/`), log.
+    /// Its folder: config, htpasswd, storage (`data/`).
     pub dir: PathBuf,
-    /// The shell that owns the registry process; dropping its stdin stops it.
-    _keeper: Mutex<Child>,
+    service: Service,
 }
 
 impl Registry {
-    /// The test binary's registry, started on first use; `None` (after one
-    /// "skipped" line) where `docker-registry` is not installed.
+    /// The test binary's registry, started on first use and stopped when the
+    /// test process ends ([`crate::process`]); `None` (after one "skipped" line)
+    /// where `docker-registry` is not installed.
     pub fn shared() -> Option<&'static Registry> {
         static SHARED: OnceLock<Option<Registry>> = OnceLock::new();
         SHARED.get_or_init(Registry::start).as_ref()
@@ -42,61 +41,52 @@ impl Registry {
             eprintln!("skipped: docker-registry not on PATH (apt-get install docker-registry)");
             return None;
         };
-        let addr = crate::Server::free_addr();
-        let dir = workspace_root().join(format!(
-            "target/e2e-registry/{}-{}",
-            std::process::id(),
-            addr.port()
-        ));
-        std::fs::create_dir_all(&dir).expect("registry folder");
-        std::fs::write(dir.join("htpasswd"), format!("{USER}:{PASSWORD_HASH}\n")).unwrap();
+        let dir = own_folder();
         std::fs::write(
-            dir.join("config.yml"),
-            format!(
-                "version: 0.1\n\
-                 log: {{ level: info, accesslog: {{ disabled: false }} }}\n\
-                 storage: {{ filesystem: {{ rootdirectory: {data} }}, delete: {{ enabled: true }} }}\n\
-                 http: {{ addr: {addr} }}\n\
-                 auth: {{ htpasswd: {{ realm: spinbench, path: {htpasswd} }} }}\n",
-                data = dir.join("data").display(),
-                htpasswd = dir.join("htpasswd").display(),
-            ),
+            dir.path().join("htpasswd"),
+            format!("{USER}:{PASSWORD_HASH}\n"),
         )
         .unwrap();
-        let log = std::fs::File::create(dir.join("registry.log")).unwrap();
-        // `read` returns once the test process (the pipe's only writer) is gone.
-        let keeper = Command::new("sh")
-            .arg("-c")
-            .arg(r#""$0" serve "$1" & pid=$!; read -r _; kill "$pid"; wait "$pid"; rm -rf "$2""#)
-            .arg(&program)
-            .arg(dir.join("config.yml"))
-            .arg(&dir)
-            .stdin(Stdio::piped())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("starting docker-registry");
-        let registry = Registry {
-            addr,
-            dir,
-            _keeper: Mutex::new(keeper),
+        let command = |port: u16, dir: &Path| {
+            let config = dir.join("config.yml");
+            std::fs::write(
+                &config,
+                format!(
+                    "version: 0.1\n\
+                     log: {{ level: info, accesslog: {{ disabled: false }} }}\n\
+                     storage: {{ filesystem: {{ rootdirectory: {data} }}, delete: {{ enabled: true }} }}\n\
+                     http: {{ addr: 127.0.0.1:{port} }}\n\
+                     auth: {{ htpasswd: {{ realm: spinbench, path: {htpasswd} }} }}\n",
+                    data = dir.join("data").display(),
+                    htpasswd = dir.join("htpasswd").display(),
+                ),
+            )
+            .expect("the registry's config");
+            let mut command = Command::new(&program);
+            command.arg("serve").arg(config);
+            command
         };
-        registry.wait_until_answering();
-        Some(registry)
-    }
-
-    fn wait_until_answering(&self) {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_mins(1) {
-            if self
-                .get("/v2/", false)
-                .is_some_and(|(status, _)| status == 401)
-            {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("docker-registry did not answer:\n{}", self.log());
+        // Ready when its API answers, asking for the credentials it was given.
+        let ready = |port: u16, _: &Path| {
+            ureq::get(format!("http://127.0.0.1:{port}/v2/"))
+                .config()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(2)))
+                .build()
+                .call()
+                .is_ok_and(|response| response.status() == 401)
+        };
+        let recipe = Recipe {
+            name: "docker-registry",
+            command: &command,
+            ready: &ready,
+        };
+        let service = Service::start(&recipe, dir);
+        Some(Registry {
+            addr: SocketAddr::from(([127, 0, 0, 1], service.port)),
+            dir: service.dir().to_path_buf(),
+            service,
+        })
     }
 
     /// `127.0.0.1:<port>`, a reference's registry part.
@@ -111,7 +101,7 @@ impl Registry {
 
     /// What the registry logged so far (one access-log line per request).
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("registry.log")).unwrap_or_default()
+        self.service.log()
     }
 
     /// How many blobs were fetched so far (`GET /v2/<name>/blobs/...` answered 200).
@@ -285,4 +275,24 @@ fn basic_auth() -> String {
 fn base64_user() -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"))
+}
+
+/// A fresh folder for a registry under target/e2e-registry/, named for this
+/// test process; the folders of test processes that are gone are removed (a
+/// shared registry lives as long as its process, so no destructor removes its
+/// folder).
+fn own_folder() -> tempfile::TempDir {
+    let parent = workspace_root().join("target/e2e-registry");
+    std::fs::create_dir_all(&parent).expect("target/e2e-registry");
+    for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let owner = name.to_str().and_then(|n| n.split('-').next());
+        if owner.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(&format!("{}-", std::process::id()))
+        .tempdir_in(&parent)
+        .expect("the registry's folder")
 }

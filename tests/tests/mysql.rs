@@ -12,10 +12,11 @@
 
 use e2e::Server;
 use e2e::database::{assert_has, is_root, report, serve_app, step};
+use e2e::service::{Recipe, Service};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const APP: &str = "tests/apps/mysql";
 const WASM: [&str; 2] = [
@@ -40,11 +41,10 @@ fn mysql_programs() -> Option<(PathBuf, PathBuf)> {
 }
 
 /// A MariaDB server on 127.0.0.1:`port`, database `spin`, user and password
-/// `spin`, killed and its data deleted when dropped.
+/// `spin` (`e2e::service`: its own directory and port, stopped when dropped).
 struct Mysql {
-    server: Child,
+    _service: Service,
     port: u16,
-    dir: tempfile::TempDir,
 }
 
 impl Mysql {
@@ -71,52 +71,54 @@ impl Mysql {
             String::from_utf8_lossy(&output.stderr)
         );
         // Run once as the server starts, before it takes connections.
-        let init = dir.path().join("init.sql");
         std::fs::write(
-            &init,
+            dir.path().join("init.sql"),
             "CREATE DATABASE spin;\n\
              CREATE USER 'spin'@'%' IDENTIFIED BY 'spin';\n\
              GRANT ALL ON spin.* TO 'spin'@'%';\n",
         )
         .unwrap();
-        let port = Server::free_addr().port();
-        let log = std::fs::File::create(dir.path().join("log")).unwrap();
-        let server = Command::new(&server)
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", data.display()))
-            .arg(format!("--socket={}", dir.path().join("sock").display()))
-            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
-            .arg(format!("--init-file={}", init.display()))
-            .arg(format!("--port={port}"))
-            .args(["--bind-address=127.0.0.1", "--skip-networking=0"])
-            .args(["--skip-log-bin", "--innodb-buffer-pool-size=16M"])
-            .args(user)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let mysql = Mysql { server, port, dir };
-        mysql.wait_until_accepting(Duration::from_mins(1));
-        Some(mysql)
-    }
-
-    fn wait_until_accepting(&self, limit: Duration) {
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
-        let start = Instant::now();
-        while TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
-            let log = std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default();
-            assert!(start.elapsed() < limit, "MariaDB did not start:\n{log}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let command = |port: u16, dir: &Path| {
+            let mut command = Command::new(&server);
+            command
+                .arg("--no-defaults")
+                .arg(format!("--datadir={}", dir.join("data").display()))
+                .arg(format!("--socket={}", dir.join("sock").display()))
+                .arg(format!("--pid-file={}", dir.join("pid").display()))
+                .arg(format!("--init-file={}", dir.join("init.sql").display()))
+                .arg(format!("--port={port}"))
+                .args(["--bind-address=127.0.0.1", "--skip-networking=0"])
+                .args(["--skip-log-bin", "--innodb-buffer-pool-size=16M"])
+                .args(user);
+            command
+        };
+        let recipe = Recipe {
+            name: "mariadb",
+            command: &command,
+            ready: &|port, _| greets(port),
+        };
+        let service = Service::start(&recipe, dir);
+        let port = service.port;
+        Some(Mysql {
+            _service: service,
+            port,
+        })
     }
 }
 
-impl Drop for Mysql {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-    }
+/// Whether a MySQL server on `port` greets a client: the protocol's first
+/// packet, its handshake (protocol version 10), which it sends only once it
+/// takes connections (its init file run).
+fn greets(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(
+        &SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_secs(1),
+    ) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut header = [0; 5];
+    std::io::Read::read_exact(&mut stream, &mut header).is_ok() && header[4] == 10
 }
 
 fn rows(report: &[String]) -> Vec<&String> {

@@ -233,64 +233,12 @@ fn an_invalid_entry_stops_the_start_naming_it() {
 }
 
 /// A service from Debian's packages on a free loopback port, stopped when dropped.
-struct Service(Child);
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts `program` and waits until it accepts on `port`, or `None` if it is
-/// not installed.
-fn service(program: &str, args: &[&str], port: u16) -> Option<Service> {
-    let Ok(child) = Command::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-    else {
-        println!("skipped: {program} is not installed (Debian: apt-get install {program})");
-        return None;
-    };
-    let child = Service(child);
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{program} did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Some(child)
-}
-
 #[test]
 fn redis_is_reached_only_when_allowed() {
-    let port = free_port();
-    let port_text = port.to_string();
-    let redis_args = [
-        "--port",
-        &port_text,
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-    ];
-    let Some(_redis) = service("redis-server", &redis_args, port) else {
+    let Some(redis) = e2e::brokers::redis() else {
         return;
     };
+    let port = redis.port;
     let (_dir, server) = serve(&[format!("redis://localhost:{port}")]);
     let address = format!("redis://localhost:{port}");
     assert_eq!(ask(&server, &format!("/redis?{address}")), "value=stored");
@@ -312,17 +260,10 @@ fn redis_is_reached_only_when_allowed() {
 
 #[test]
 fn mqtt_is_reached_only_when_allowed() {
-    let port = free_port();
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        config.path(),
-        format!("listener {port} 127.0.0.1\nallow_anonymous true\n"),
-    )
-    .unwrap();
-    let Some(_mosquitto) = service("mosquitto", &["-c", config.path().to_str().unwrap()], port)
-    else {
+    let Some(mosquitto) = e2e::brokers::mosquitto() else {
         return;
     };
+    let port = mosquitto.port;
     let address = format!("mqtt://localhost:{port}?client_id=outbound-test");
     let (_dir, server) = serve(&[format!("mqtt://localhost:{port}")]);
     assert_eq!(ask(&server, &format!("/mqtt?{address}")), "published");

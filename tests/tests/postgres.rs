@@ -5,11 +5,13 @@
 //! (spin-sdk 5, sync) and `@4.2.0`'s async functions (spin-sdk 6), with DDL,
 //! parameters of each type family, values PostgreSQL wrote, NULLs, errors, and
 //! addresses the manifest does not allow. Skipped with a message when
-//! PostgreSQL's `initdb` and `pg_ctl` are not installed.
+//! PostgreSQL's `initdb`, `postgres` and `pg_isready` are not installed.
 
 use e2e::Server;
 use e2e::database::{assert_has, is_root, report, serve_app, step};
-use std::path::PathBuf;
+use e2e::service::{Recipe, Service, system_user};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const APP: &str = "tests/apps/postgres";
@@ -18,11 +20,11 @@ const WASM: [&str; 2] = [
     "target/wasm32-wasip2/release/postgres_sdk6.wasm",
 ];
 
-/// Where `initdb` and `pg_ctl` are: on `PATH`, or Debian's versioned directory.
+/// Where `initdb`, `postgres` and `pg_isready` are: on `PATH`, or Debian's versioned directory.
 fn postgres_bin() -> Option<PathBuf> {
     if let Some(initdb) = e2e::on_path("initdb") {
         let dir = std::fs::canonicalize(initdb).ok()?.parent()?.to_path_buf();
-        if dir.join("pg_ctl").is_file() {
+        if dir.join("postgres").is_file() && dir.join("pg_isready").is_file() {
             return Some(dir);
         }
     }
@@ -30,17 +32,16 @@ fn postgres_bin() -> Option<PathBuf> {
         .ok()?
         .flatten()
         .map(|entry| entry.path().join("bin"))
-        .filter(|bin| bin.join("initdb").is_file() && bin.join("pg_ctl").is_file())
+        .filter(|bin| ["initdb", "postgres", "pg_isready"].iter().all(|p| bin.join(p).is_file()))
         .collect();
     versions.sort();
     versions.pop()
 }
 
-/// A PostgreSQL cluster on 127.0.0.1:`port`, user and password `postgres`,
-/// stopped (immediately) and deleted when dropped.
+/// A PostgreSQL cluster on 127.0.0.1:`port`, user and password `postgres`
+/// (`e2e::service`: its own directory and port, stopped when dropped).
 struct Postgres {
-    bin: PathBuf,
-    dir: tempfile::TempDir,
+    _service: Service,
     port: u16,
 }
 
@@ -50,88 +51,68 @@ impl Postgres {
             eprintln!("skipped: PostgreSQL not installed (Debian: apt-get install postgresql)");
             return None;
         };
-        let dir = tempfile::tempdir().unwrap();
         // PostgreSQL refuses to run as root: as root, the cluster is the `postgres` user's.
-        if is_root() {
-            let owned = Command::new("chown")
-                .args(["-R", "postgres"])
-                .arg(dir.path())
-                .status()
-                .unwrap();
-            assert!(owned.success(), "chown to the postgres user");
-        }
-        std::fs::write(dir.path().join("password"), "postgres\n").unwrap();
-        let port = Server::free_addr().port();
-        let postgres = Postgres { bin, dir, port };
-        let data = postgres.data();
-        let password = postgres.dir.path().join("password");
-        postgres.run(
-            "initdb",
-            &[
-                "-D",
-                data.to_str().unwrap(),
-                "-U",
-                "postgres",
-                "--auth=md5",
-                "--pwfile",
-                password.to_str().unwrap(),
-            ],
-        );
-        let options = format!(
-            "-p {port} -h 127.0.0.1 -k {}",
-            postgres.dir.path().display()
-        );
-        let log = postgres.dir.path().join("log");
-        postgres.run(
-            "pg_ctl",
-            &[
-                "start",
-                "-w",
-                "-t",
-                "60",
-                "-D",
-                data.to_str().unwrap(),
-                "-l",
-                log.to_str().unwrap(),
-                "-o",
-                &options,
-            ],
-        );
-        Some(postgres)
-    }
-
-    fn data(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    /// Runs one of PostgreSQL's programs (as the `postgres` user under root).
-    fn run(&self, program: &str, args: &[&str]) {
-        let program = self.bin.join(program);
-        let mut command = if is_root() {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).arg(&program);
-            command
+        let user = if is_root() {
+            Some(system_user("postgres").expect("Debian's PostgreSQL has a postgres user"))
         } else {
-            Command::new(&program)
+            None
         };
-        let output = command.args(args).output().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        if let Some((uid, gid)) = user {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
+        }
+        let as_user = |program: &str| {
+            let mut command = Command::new(bin.join(program));
+            if let Some((uid, gid)) = user {
+                command.uid(uid).gid(gid);
+            }
+            command
+        };
+        let password = dir.path().join("password");
+        std::fs::write(&password, "postgres\n").unwrap();
+        let data = dir.path().join("data");
+        let initdb = as_user("initdb")
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "postgres", "--auth=md5", "--pwfile"])
+            .arg(&password)
+            .output()
+            .unwrap();
         assert!(
-            output.status.success(),
-            "{} {args:?}: {}{}",
-            program.display(),
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+            initdb.status.success(),
+            "initdb: {}{}",
+            String::from_utf8_lossy(&initdb.stdout),
+            String::from_utf8_lossy(&initdb.stderr)
         );
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let data = self.data();
-        self.run(
-            "pg_ctl",
-            &["stop", "-m", "immediate", "-D", data.to_str().unwrap()],
-        );
+        // The server in the foreground (not pg_ctl's daemon), so that it is
+        // this test's child and stops with it.
+        let command = |port: u16, dir: &Path| {
+            let mut command = as_user("postgres");
+            command
+                .arg("-D")
+                .arg(dir.join("data"))
+                .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-k"])
+                .arg(dir);
+            command
+        };
+        // Ready when it takes connections, in PostgreSQL's own words.
+        let ready = |port: u16, _: &Path| {
+            Command::new(bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string(), "-t", "2"])
+                .status()
+                .is_ok_and(|status| status.success())
+        };
+        let recipe = Recipe {
+            name: "postgres",
+            command: &command,
+            ready: &ready,
+        };
+        let service = Service::start(&recipe, dir);
+        let port = service.port;
+        Some(Postgres {
+            _service: service,
+            port,
+        })
     }
 }
 

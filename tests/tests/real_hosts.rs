@@ -12,6 +12,7 @@ use e2e::{GroupServer, Scratch, Server, artifact, functions, on_path, workspace_
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::net::SocketAddr;
 use std::process::Command;
 
 #[test]
@@ -63,14 +64,14 @@ fn wasmtime_serve_answers_each_components_contract() {
     let cases = cases();
     for &f in functions() {
         let wasm = artifact(&wasm_of(f));
-        let addr = Server::free_addr();
         let mut command = Command::new(&wasmtime);
         // Rust components import wasi:cli (stderr, environment), hence -Scli.
+        // Port 0: it binds a free one and announces it.
         command
-            .args(["serve", "-Scli", "--addr", &addr.to_string()])
+            .args(["serve", "-Scli", "--addr", "127.0.0.1:0"])
             .arg(&wasm);
-        let server = Server::start_command(&format!("wasmtime-{f}"), command, addr);
-        let base = format!("http://{addr}");
+        let server = Server::start_command(&format!("wasmtime-{f}"), command, any_port());
+        let base = server.url("");
         // One component per process: other paths reach it too, so only its route's
         // cases say anything about it.
         for case in cases.iter().filter(|c| c.function == f && c.on_own_route()) {
@@ -220,4 +221,9 @@ fn reported(version: &str) {
 /// `eprint!`), so that a skip or the host version shows in a plain `cargo test`.
 fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "real_hosts: {line}");
+}
+
+/// `127.0.0.1:0`: a server given it binds a free port and announces it.
+fn any_port() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
 }

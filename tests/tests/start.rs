@@ -21,7 +21,8 @@ fn the_full_pool_is_set_up_after_listening_not_before() {
     };
     artifact("wasm32-wasip2/release/hello.wasm");
     let trace = std::env::temp_dir().join(format!("e2e-start-{}.strace", std::process::id()));
-    let addr = Server::free_addr();
+    // Port 0: spinbench binds a free one and announces it.
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let mut command = Command::new(strace);
     command
         .args(["-f", "-qq", "-e", "trace=mprotect,listen", "-o"])

@@ -174,7 +174,7 @@ impl Plan {
         let (engine, allocation) =
             engine::build(sizing, self.limits.shape, allocation, self.concurrent)?;
         if log {
-            eprintln!("{}", self.limits.line);
+            crate::err_line!("{}", self.limits.line);
             if allocation == Allocation::Pooling {
                 self.log_pool(sizing);
             }
@@ -233,7 +233,7 @@ impl Plan {
         } else {
             String::new()
         };
-        eprintln!(
+        crate::err_line!(
             "pooling allocator: up to {} live instances; serving at most {} at once, {} more queued for up to {:?}{full}",
             sizing.max_instances,
             self.concurrent_on(sizing),
@@ -273,7 +273,7 @@ impl Plan {
         if log {
             let mut how = vec![prepared.flavour.describe()];
             how.extend(prepared.adapted.iter().copied());
-            eprintln!(
+            crate::err_line!(
                 "{id}: {} in {:.1?} ({})",
                 origin_text(loaded.origin),
                 loaded.elapsed,

@@ -122,7 +122,7 @@ impl Router {
                 );
             }
             if let Some(earlier) = routes.iter().position(|r| r.raw == route.raw) {
-                eprintln!(
+                crate::err_line!(
                     "warning: route {:?} is claimed twice; {} serves it, not {}",
                     route.raw,
                     describe(&route.target),

@@ -71,7 +71,7 @@ impl CacheDir {
         match private_dir(dir) {
             Ok(()) => Some(Self(dir.to_path_buf())),
             Err(error) => {
-                eprintln!(
+                crate::err_line!(
                     "warning: not using the compiled-code cache {}: {error:#}; compiling every component",
                     dir.display()
                 );
@@ -146,13 +146,13 @@ pub fn load(
     }
     let component = compile(engine, wasm, wasm_path)?;
     if let Err(error) = store(&component, &expected, dir, &cached) {
-        eprintln!("warning: not caching {}: {error:#}", wasm_path.display());
+        crate::err_line!("warning: not caching {}: {error:#}", wasm_path.display());
     }
     Ok(loaded(component, Origin::Compiled, start))
 }
 
 fn warn_unusable(cached: &Path, error: &anyhow::Error) {
-    eprintln!(
+    crate::err_line!(
         "warning: recompiling: cached {} is not usable ({error:#}); it will be replaced",
         cached.display()
     );

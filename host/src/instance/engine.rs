@@ -121,7 +121,7 @@ pub fn build(
     match Engine::new(&config) {
         Ok(engine) => Ok((engine, Allocation::Pooling)),
         Err(error) => {
-            eprintln!(
+            crate::err_line!(
                 "warning: pooling allocator unavailable ({error}); using on-demand allocation"
             );
             let engine = Engine::new(&base_config(wasip3))?;

@@ -44,7 +44,7 @@ pub fn fetch(url: &str, digest: Digest, cache_dir: Option<&Path>) -> Result<Fetc
                 path: path.clone(),
             });
         }
-        eprintln!(
+        crate::err_line!(
             "warning: {} does not match its digest; fetching {url} again",
             path.display()
         );
@@ -63,7 +63,7 @@ pub fn fetch(url: &str, digest: Digest, cache_dir: Option<&Path>) -> Result<Fetc
         });
     };
     if let Err(error) = keep(&path, &wasm) {
-        eprintln!(
+        crate::err_line!(
             "warning: not keeping {url} in {}: {error:#}",
             path.display()
         );

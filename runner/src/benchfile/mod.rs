@@ -218,7 +218,7 @@ impl BenchFile {
             Some(manifest) => {
                 let (file, derived) = derive::beside(&manifest)?;
                 if derived {
-                    eprintln!(
+                    spinbench_host::err_line!(
                         "{} has no benchmark file: measuring each HTTP component with a GET of \
                          its route and 10 users, as written to {} (edit it to choose requests \
                          and load)",

@@ -183,7 +183,7 @@ pub fn stop_all_on_signal(runtime: &tokio::runtime::Runtime) {
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
         ) else {
-            eprintln!("warning: no signal handler: Ctrl-C would leave the hosts running");
+            spinbench_host::err_line!("warning: no signal handler: Ctrl-C would leave the hosts running");
             return;
         };
         let code = tokio::select! {
@@ -191,7 +191,7 @@ pub fn stop_all_on_signal(runtime: &tokio::runtime::Runtime) {
             _ = terminate.recv() => 143,
         };
         stop_all();
-        eprintln!("\ninterrupted: every process this run started was stopped");
+        spinbench_host::err_line!("\ninterrupted: every process this run started was stopped");
         std::process::exit(code);
     });
 }

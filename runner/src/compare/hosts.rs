@@ -9,7 +9,7 @@ use super::http::{self, Request};
 use super::{Function, Paths};
 use crate::benchfile::CommandLine;
 use anyhow::{Context, Result, bail};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -239,10 +239,10 @@ pub fn on_path(program: &str) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("`{program}` not on PATH"))
 }
 
-/// A free port on 127.0.0.1 (the OS's pick; the small race until the child binds
-/// it is accepted: loopback ports are not contended here).
-pub fn free_addr() -> Result<SocketAddr> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+/// A free port on 127.0.0.1 for one host, held until the lease is dropped
+/// (after the host is stopped): [`super::ports`].
+pub fn free_addr() -> Result<super::ports::Lease> {
+    super::ports::lease()
 }
 
 /// A host that exited before it answered once: it cannot serve this component

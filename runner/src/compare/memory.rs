@@ -130,7 +130,9 @@ fn record_fits(run: &mut Run, function: &str) {
 }
 
 fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server, MeasureError> {
-    let addr = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
+    // Held until the host listens (Server::start waits for it).
+    let lease = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
+    let addr = lease.addr;
     let cmd = hosts::command(
         kind,
         f,
@@ -326,7 +328,9 @@ fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Held, Mea
     let mut servers = Vec::with_capacity(k);
     let mut held = Vec::with_capacity(k);
     for i in 0..k {
-        let addr = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
+        // Held until the host listens (Server::start waits for it).
+        let lease = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
+        let addr = lease.addr;
         let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
         let (server, _) = Server::start(cmd, addr, &f.probe(), &format!("k{k}-process-{i}"))
             .map_err(|e| MeasureError::skipped(&e))?;

@@ -14,6 +14,7 @@ pub mod oha;
 pub mod outcome;
 pub mod pin;
 pub mod plain;
+pub mod ports;
 pub mod process_cold_start;
 pub mod scenarios;
 pub mod services;
@@ -498,12 +499,12 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     hosts::remove_logs();
 
     run.report.finish(started.elapsed());
-    print!("{}", crate::report::table::terminal(&run.report));
+    spinbench_host::lines::stdout(&crate::report::table::terminal(&run.report))?;
     let written = crate::report::write(&run.report, &out_dir)?;
     for path in &written {
-        println!("wrote {}", path.display());
+        spinbench_host::out_line!("wrote {}", path.display())?;
     }
-    println!("report: {}", out_dir.join("report.json").display());
+    spinbench_host::out_line!("report: {}", out_dir.join("report.json").display())?;
     crate::report::keep::keep(&run.report, &args.keep, baseline.as_ref())
 }
 

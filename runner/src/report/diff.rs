@@ -250,7 +250,7 @@ pub fn main(args: &DiffArgs) -> anyhow::Result<()> {
 pub fn compare_with(old: &Saved, new: &Saved, gate: &GateArgs) -> anyhow::Result<()> {
     check_selectors(gate, new)?;
     let changes = changes(old, new);
-    print!("{}", markdown(&changes));
+    spinbench_host::lines::stdout(&markdown(&changes))?;
     let regressed = regressions(&changes, gate);
     if regressed.is_empty() {
         Ok(())

@@ -42,10 +42,10 @@ pub fn keep(report: &Report, args: &KeepArgs, baseline: Option<&Saved>) -> Resul
         write(path, super::table::markdown(report).as_bytes())?;
     }
     if let Some(old) = baseline {
-        println!(
+        spinbench_host::out_line!(
             "\nagainst the baseline {}:",
             args.baseline.as_deref().unwrap_or(Path::new("")).display()
-        );
+        )?;
         let new: Saved = serde_json::from_value(serde_json::to_value(report)?)
             .context("reading this run's report back")?;
         diff::compare_with(old, &new, &args.gate)?;
@@ -58,6 +58,6 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
-    println!("wrote {}", path.display());
+    spinbench_host::out_line!("wrote {}", path.display())?;
     Ok(())
 }

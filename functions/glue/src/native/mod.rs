@@ -6,6 +6,9 @@
 //! thousand waiting requests cost a thousand small tasks, not a thousand threads.
 //! A CPU-bound endpoint's handler runs on the blocking pool instead ([`compute`]).
 
+// Lines leave whole, in one write ([`say`]).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod body;
 mod compute;
 mod connections;
@@ -37,7 +40,7 @@ pub fn main(endpoint: &'static Endpoint) -> ! {
         let code = match crate::plain::main(endpoint, args) {
             Ok(()) => 0,
             Err(error) => {
-                eprintln!("error: {error}");
+                say(&format!("error: {error}"));
                 2
             }
         };
@@ -47,16 +50,22 @@ pub fn main(endpoint: &'static Endpoint) -> ! {
         Ok(options) => match run(endpoint, options) {
             Ok(()) => 0,
             Err(error) => {
-                eprintln!("error: {error}");
+                say(&format!("error: {error}"));
                 1
             }
         },
         Err(usage) => {
-            eprintln!("{usage}");
+            say(&usage);
             2
         }
     };
     std::process::exit(code)
+}
+
+/// Writes `line` and its newline to stderr in one write: `eprintln!` writes its
+/// pieces one by one, and another thread's line could land between them.
+pub(crate) fn say(line: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), format!("{line}\n").as_bytes());
 }
 
 fn run(endpoint: &'static Endpoint, options: Options) -> std::io::Result<()> {
@@ -73,11 +82,11 @@ fn run(endpoint: &'static Endpoint, options: Options) -> std::io::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let listener = TcpListener::bind(options.listen).await?;
-        eprintln!(
+        say(&format!(
             "serving {} on http://{}",
             endpoint.route,
             listener.local_addr()?
-        );
+        ));
         tokio::select! {
             () = connections::accept_loop(server, listener) => {},
             () = shutdown_signal() => {},

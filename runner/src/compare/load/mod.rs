@@ -403,7 +403,9 @@ fn load_target(
         return Err(MeasureError::Skipped(why.into()));
     }
     check_open_files(t.scenario)?;
-    let addr = hosts::free_addr()?;
+    // Held until the host listens (Server::start waits for it).
+    let lease = hosts::free_addr()?;
+    let addr = lease.addr;
     let mut cmd = hosts::command(t.kind, t.f, paths, &Cache::Dir(paths.cache_dir()), addr)?;
     hosts::allow_concurrency(&mut cmd, t.kind, t.scenario.users)?;
     if let Some(variant) = t.variant {
@@ -444,7 +446,7 @@ fn ensure_variant(paths: &Paths, plan: &Plan, variant: &Variant) -> Result<(), S
         }
         Some(build) => return Err(format!("not built (--quick does not build it): {build}")),
     };
-    eprintln!("building {}: {build}", variant.host);
+    spinbench_host::err_line!("building {}: {build}", variant.host);
     let status = Command::new("sh")
         .args(["-c", build])
         .current_dir(&paths.root)

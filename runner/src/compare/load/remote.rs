@@ -88,7 +88,7 @@ pub fn main(args: &LoadArgs) -> Result<()> {
     std::fs::create_dir_all(&work)?;
     for f in &plan.functions {
         for scenario in scenarios(f, cores, plan.quick) {
-            eprintln!("load: {} against {base}", scenario.describe());
+            spinbench_host::err_line!("load: {} against {base}", scenario.describe());
             let m = |name, unit, better| metric(&f.name, "remote", &scenario, name, unit, better);
             let ready = match scenario.skip {
                 Some(why) => Err(why.to_string()),
@@ -122,10 +122,10 @@ pub fn main(args: &LoadArgs) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(&work);
     report.finish(started.elapsed());
-    print!("{}", crate::report::table::terminal(&report));
+    spinbench_host::lines::stdout(&crate::report::table::terminal(&report))?;
     let out_dir = args.results_dir.join(crate::report::timestamp());
     crate::report::write(&report, &out_dir)?;
-    println!("report: {}", out_dir.join("report.json").display());
+    spinbench_host::out_line!("report: {}", out_dir.join("report.json").display())?;
     Ok(())
 }
 
