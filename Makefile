@@ -51,7 +51,10 @@ ifdef NODE
 		--bin hello-native --target $(HOST_TRIPLE)
 endif
 	$(SPINBENCH) build --manifest spin.toml
-	$(SPINBENCH) build --manifest spin-p3.toml
+# spin-p3.toml builds into target/p3 with a build directory of its own: its crates'
+# cdylibs (cargo names a path crate's cdylib without a hash) would overwrite
+# spin.toml's where CARGO_BUILD_BUILD_DIR (or build.build-dir) points every build at one.
+	CARGO_BUILD_BUILD_DIR=$(CURDIR)/target/p3 $(SPINBENCH) build --manifest spin-p3.toml
 	$(SPINBENCH) build --manifest tests/misbehaving/spin.toml
 	$(SPINBENCH) build -f tests/template-app
 	$(SPINBENCH) build -f tests/template-app/kv

@@ -11,7 +11,6 @@
 
 use bytes::Bytes;
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};

@@ -84,6 +84,11 @@ impl Service {
         );
     }
 
+    /// Its process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Its directory.
     pub fn dir(&self) -> &Path {
         self.dir.path()

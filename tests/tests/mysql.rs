@@ -57,8 +57,12 @@ impl Mysql {
         let data = dir.path().join("data");
         // MariaDB refuses to run as root unless told to.
         let user = is_root().then_some("--user=root");
+        // Its temporary files in its own directory too: the default, /tmp, is
+        // every MariaDB's (a parallel test's, a crashed run's leftovers).
+        std::fs::create_dir(dir.path().join("tmp")).unwrap();
         let output = Command::new(&install)
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", dir.path().join("tmp").display()))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
             .args(user)
             .output()
@@ -85,6 +89,7 @@ impl Mysql {
                 .arg(format!("--datadir={}", dir.join("data").display()))
                 .arg(format!("--socket={}", dir.join("sock").display()))
                 .arg(format!("--pid-file={}", dir.join("pid").display()))
+                .arg(format!("--tmpdir={}", dir.join("tmp").display()))
                 .arg(format!("--init-file={}", dir.join("init.sql").display()))
                 .arg(format!("--port={port}"))
                 .args(["--bind-address=127.0.0.1", "--skip-networking=0"])

@@ -72,7 +72,10 @@ fn writes_of_a_serve(manifest: &str, drive: impl FnOnce(&str)) -> Vec<Vec<u8>> {
     let mut all = Vec::new();
     collect(&packets, &mut all, "Available Routes", Duration::from_mins(3));
     let text: String = all.iter().map(|p| String::from_utf8_lossy(p)).collect();
-    let at = text.find("http://127.0.0.1:").expect("the address in the log") + 7;
+    let at = text
+        .find("http://127.0.0.1:")
+        .unwrap_or_else(|| panic!("no address announced within 3 minutes; it wrote:\n{text}"))
+        + 7;
     let addr: String = text[at..]
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
