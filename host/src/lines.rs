@@ -126,7 +126,10 @@ mod tests {
 
     #[test]
     fn a_line_is_one_write_with_its_newline() {
-        assert_eq!(writes_of("hello: compiled in 4ms"), ["hello: compiled in 4ms\n"]);
+        assert_eq!(
+            writes_of("hello: compiled in 4ms"),
+            ["hello: compiled in 4ms\n"]
+        );
         assert_eq!(writes_of("a\nb\n"), ["a\nb\n"]);
     }
 
@@ -147,6 +150,9 @@ mod tests {
     fn a_line_longer_than_a_pipe_keeps_goes_alone_and_whole() {
         let long = "y".repeat(ATOMIC_WRITE + 10);
         let writes = writes_of(&format!("a\n{long}\nb\n"));
-        assert_eq!(writes, ["a\n".to_string(), format!("{long}\n"), "b\n".to_string()]);
+        assert_eq!(
+            writes,
+            ["a\n".to_string(), format!("{long}\n"), "b\n".to_string()]
+        );
     }
 }

@@ -260,10 +260,10 @@ impl Server {
     fn wait_until_accepting(&mut self, limit: Duration) {
         let start = Instant::now();
         while start.elapsed() < limit {
-            if self.addr.port() == 0 {
-                if let Some(addr) = announced_addr(&self.log()) {
-                    self.addr = addr;
-                }
+            if self.addr.port() == 0
+                && let Some(addr) = announced_addr(&self.log())
+            {
+                self.addr = addr;
             }
             if self.addr.port() != 0 && serves_http(self.addr) {
                 return;
@@ -502,8 +502,8 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(output.try_clone().expect("log file"))
             .stderr(output);
-        let child = process::spawn_tied(command)
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let child =
+            process::spawn_tied(command).unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         let mut server = Server { child, addr, log };
         server.wait_until_accepting(START_LIMIT);
         server

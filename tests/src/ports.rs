@@ -35,7 +35,10 @@ impl PortLease {
     /// nothing listens on now.
     pub fn new() -> PortLease {
         let (low, high) = (LOWEST, ephemeral_low().saturating_sub(1));
-        assert!(high > low + 1000, "the ephemeral range starts at {high}: no room below it");
+        assert!(
+            high > low + 1000,
+            "the ephemeral range starts at {high}: no room below it"
+        );
         let span = u32::from(high - low) + 1;
         let start = random_below(span);
         for step in 0..span {

@@ -60,8 +60,8 @@ impl Service {
                 .stdin(Stdio::null())
                 .stdout(output.try_clone().expect("a service log"))
                 .stderr(output);
-            let child = spawn_tied(command)
-                .unwrap_or_else(|e| panic!("cannot start {}: {e}", recipe.name));
+            let child =
+                spawn_tied(command).unwrap_or_else(|e| panic!("cannot start {}: {e}", recipe.name));
             let mut service = Service {
                 name: recipe.name.to_string(),
                 port: lease.port,
@@ -114,7 +114,9 @@ impl Service {
                 });
             }
             if start.elapsed() > START_LIMIT {
-                return Err(Exit::Other(format!("did not answer within {START_LIMIT:?}")));
+                return Err(Exit::Other(format!(
+                    "did not answer within {START_LIMIT:?}"
+                )));
             }
             std::thread::sleep(Duration::from_millis(100));
         }

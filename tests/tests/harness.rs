@@ -58,7 +58,10 @@ fn services_started_at_once_get_ports_of_their_own() {
     let threads: Vec<_> = (0..4)
         .map(|_| std::thread::spawn(e2e::brokers::redis))
         .collect();
-    let services: Vec<_> = threads.into_iter().filter_map(|t| t.join().unwrap()).collect();
+    let services: Vec<_> = threads
+        .into_iter()
+        .filter_map(|t| t.join().unwrap())
+        .collect();
     let mut ports: Vec<u16> = services.iter().map(|s| s.port).collect();
     ports.sort_unstable();
     ports.dedup();
@@ -67,6 +70,9 @@ fn services_started_at_once_get_ports_of_their_own() {
 
 /// Whether process `pid` exists and is not a zombie.
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
 }

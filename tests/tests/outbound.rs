@@ -11,10 +11,9 @@ use e2e::{Server, get, serve_until_exit, workspace_root};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const WASM: &str = "target/wasm32-wasip2/release/outbound_app.wasm";
 

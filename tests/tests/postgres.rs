@@ -32,7 +32,11 @@ fn postgres_bin() -> Option<PathBuf> {
         .ok()?
         .flatten()
         .map(|entry| entry.path().join("bin"))
-        .filter(|bin| ["initdb", "postgres", "pg_isready"].iter().all(|p| bin.join(p).is_file()))
+        .filter(|bin| {
+            ["initdb", "postgres", "pg_isready"]
+                .iter()
+                .all(|p| bin.join(p).is_file())
+        })
         .collect();
     versions.sort();
     versions.pop()

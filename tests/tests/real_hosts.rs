@@ -10,9 +10,9 @@ use e2e::contract::{Natives, cases, meets_contract};
 use e2e::registry::Registry;
 use e2e::{GroupServer, Scratch, Server, artifact, functions, on_path, workspace_root};
 use std::io::Write;
+use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::net::SocketAddr;
 use std::process::Command;
 
 #[test]

@@ -54,7 +54,8 @@ fn collect(packets: &Receiver<Vec<u8>>, all: &mut Vec<Vec<u8>>, until: &str, lim
 /// stderr the packet pipe; requests sent with `drive`, then SIGTERM (its
 /// shutdown lines): every packet it wrote.
 fn writes_of_a_serve(manifest: &str, drive: impl FnOnce(&str)) -> Vec<Vec<u8>> {
-    let (reader, writer) = pipe_with(PipeFlags::DIRECT | PipeFlags::CLOEXEC).expect("a packet-mode pipe");
+    let (reader, writer) =
+        pipe_with(PipeFlags::DIRECT | PipeFlags::CLOEXEC).expect("a packet-mode pipe");
     let packets = packets(reader);
     let cache = tempfile::tempdir().unwrap();
     let mut args = runner_args(&workspace_root().join(manifest), &[]);
@@ -70,7 +71,12 @@ fn writes_of_a_serve(manifest: &str, drive: impl FnOnce(&str)) -> Vec<Vec<u8>> {
         .stderr(writer);
     let mut child = e2e::process::spawn_tied(command).unwrap();
     let mut all = Vec::new();
-    collect(&packets, &mut all, "Available Routes", Duration::from_mins(3));
+    collect(
+        &packets,
+        &mut all,
+        "Available Routes",
+        Duration::from_mins(3),
+    );
     let text: String = all.iter().map(|p| String::from_utf8_lossy(p)).collect();
     let at = text
         .find("http://127.0.0.1:")
@@ -93,7 +99,10 @@ fn writes_of_a_serve(manifest: &str, drive: impl FnOnce(&str)) -> Vec<Vec<u8>> {
 /// Fails, quoting them, if any packets do not end a line or are longer than
 /// a pipe writes in one piece.
 fn assert_whole_lines(packets: &[Vec<u8>]) {
-    assert!(packets.len() > 3, "too few writes to say anything: {packets:?}");
+    assert!(
+        packets.len() > 3,
+        "too few writes to say anything: {packets:?}"
+    );
     let broken: Vec<String> = packets
         .iter()
         .filter(|p| !p.ends_with(b"\n") || p.len() > 4096)

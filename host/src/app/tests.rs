@@ -127,7 +127,7 @@ async fn an_exhausted_pool_is_a_503_with_retry_after() {
 fn p3_hello(reuse: ReuseLimits) -> Option<Host> {
     let source = "target/p3/wasm32-wasip2/release/hello_p3.wasm";
     if !repo_root().join(source).exists() {
-        eprintln!("skipping: {source} is not built");
+        crate::err_line!("skipping: {source} is not built");
         return None;
     }
     let text = format!(
@@ -198,7 +198,7 @@ async fn the_idle_instance_timeout_is_applied() {
 async fn the_template_component_reads_its_variable() {
     let source = "target/wasm32-wasip2/release/template_hello.wasm";
     if !repo_root().join(source).exists() {
-        eprintln!("skipping: {source} is not built");
+        crate::err_line!("skipping: {source} is not built");
         return;
     }
     let text = format!(
@@ -229,7 +229,7 @@ async fn the_template_component_reads_its_variable() {
 async fn a_components_environment_reaches_the_guest() {
     let source = "target/wasm32-wasip2/release/misbehaving.wasm";
     if !repo_root().join(source).exists() {
-        eprintln!("skipping: {source} is not built");
+        crate::err_line!("skipping: {source} is not built");
         return;
     }
     let host_with = |environment: &str| {

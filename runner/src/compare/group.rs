@@ -183,7 +183,9 @@ pub fn stop_all_on_signal(runtime: &tokio::runtime::Runtime) {
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
         ) else {
-            spinbench_host::err_line!("warning: no signal handler: Ctrl-C would leave the hosts running");
+            spinbench_host::err_line!(
+                "warning: no signal handler: Ctrl-C would leave the hosts running"
+            );
             return;
         };
         let code = tokio::select! {

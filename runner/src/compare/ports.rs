@@ -96,7 +96,10 @@ mod tests {
         assert!(ports.iter().all(|&p| p >= LOWEST && p < ephemeral_low()));
         let dir = lock_dir().unwrap();
         let held = leases[0].addr.port();
-        assert!(try_port(&dir, held).is_none(), "a held port is leased again");
+        assert!(
+            try_port(&dir, held).is_none(),
+            "a held port is leased again"
+        );
         drop(leases);
         assert!(try_port(&dir, held).is_some(), "a dropped lease stays held");
     }

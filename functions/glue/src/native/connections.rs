@@ -72,7 +72,9 @@ impl AcceptBackoff {
 
     async fn failed(&mut self, error: std::io::Error) {
         if self.failures == 0 {
-            super::say(&format!("accept failed: {error}; retrying with backoff until it succeeds"));
+            super::say(&format!(
+                "accept failed: {error}; retrying with backoff until it succeeds"
+            ));
         }
         let doublings = self.failures.min(7) as u32;
         self.failures += 1;
@@ -82,7 +84,10 @@ impl AcceptBackoff {
 
     fn succeeded(&mut self) {
         if self.failures > 0 {
-            super::say(&format!("accepting again after {} failed accepts", self.failures));
+            super::say(&format!(
+                "accepting again after {} failed accepts",
+                self.failures
+            ));
             self.failures = 0;
         }
     }

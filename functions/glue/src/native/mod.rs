@@ -65,7 +65,10 @@ pub fn main(endpoint: &'static Endpoint) -> ! {
 /// Writes `line` and its newline to stderr in one write: `eprintln!` writes its
 /// pieces one by one, and another thread's line could land between them.
 pub(crate) fn say(line: &str) {
-    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), format!("{line}\n").as_bytes());
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr().lock(),
+        format!("{line}\n").as_bytes(),
+    );
 }
 
 fn run(endpoint: &'static Endpoint, options: Options) -> std::io::Result<()> {

@@ -121,7 +121,7 @@ fn a_file_others_can_write_is_not_loaded() {
 #[test]
 fn a_directory_or_file_owned_by_someone_else_is_not_used() {
     if super::euid() != 0 {
-        eprintln!("skipping: only root can chown");
+        crate::err_line!("skipping: only root can chown");
         return;
     }
     let nobody = 65534;
