@@ -4,10 +4,8 @@
 
 use crate::service::{Recipe, Service};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 /// A `redis-server` with no persistence, or `None` (after a "skipped" line)
 /// where it is not installed.
@@ -70,13 +68,9 @@ fn installed(program: &str, package: &str) -> Option<std::path::PathBuf> {
 
 /// Whether the server on `port` answers `question` with `answer`.
 fn answers(port: u16, question: &[u8], answer: &[u8]) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(
-        &SocketAddr::from(([127, 0, 0, 1], port)),
-        Duration::from_secs(1),
-    ) else {
+    let Some(mut stream) = crate::service::dial(port) else {
         return false;
     };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let mut got = vec![0; answer.len()];
     stream.write_all(question).is_ok() && stream.read_exact(&mut got).is_ok() && got == answer
 }

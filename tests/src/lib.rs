@@ -20,7 +20,6 @@ pub mod contract;
 pub mod database;
 mod http;
 pub mod node;
-pub mod ports;
 pub mod process;
 pub mod registry;
 pub mod report;
@@ -510,11 +509,13 @@ impl Server {
     }
 
     /// A loopback address for a server that must be told its port before it
-    /// starts: leased for the rest of the test process ([`ports`]). Where the
+    /// starts: leased for the rest of the test process ([`spinbench_ports`]). Where the
     /// server can bind port 0 and announce its address, give it
     /// `127.0.0.1:0` instead.
     pub fn free_addr() -> SocketAddr {
-        let port = ports::PortLease::new().keep();
+        let port = spinbench_ports::PortLease::new()
+            .expect("a loopback port")
+            .keep();
         SocketAddr::from(([127, 0, 0, 1], port))
     }
 }

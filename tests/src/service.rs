@@ -13,9 +13,10 @@
 //!   without a panic of its own, and killed by the kernel if the test process
 //!   dies first ([`crate::process`]).
 
-use crate::ports::PortLease;
 use crate::process::{spawn_tied, stop_group};
+use spinbench_ports::PortLease;
 use std::fs::File;
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -52,7 +53,7 @@ impl Service {
     /// config) and waits until it answers; panics, naming its log, if it does not.
     pub fn start(recipe: &Recipe, mut dir: tempfile::TempDir) -> Service {
         for _ in 0..ATTEMPTS {
-            let lease = PortLease::new();
+            let lease = PortLease::new().expect("a loopback port");
             let log = log_path(recipe.name, lease.port);
             let output = File::create(&log).expect("a service log");
             let mut command = (recipe.command)(lease.port, dir.path());
@@ -180,4 +181,16 @@ pub fn system_user(name: &str) -> Option<(u32, u32)> {
         (fields.first() == Some(&name) && fields.len() > 3)
             .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))?
     })
+}
+
+/// A connection to a service on `127.0.0.1:port`, with one-second connect and
+/// two-second read timeouts, for readiness questions in the service's protocol.
+pub fn dial(port: u16) -> Option<TcpStream> {
+    let stream = TcpStream::connect_timeout(
+        &SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_secs(1),
+    )
+    .ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    Some(stream)
 }

@@ -13,10 +13,8 @@
 use e2e::Server;
 use e2e::database::{assert_has, is_root, report, serve_app, step};
 use e2e::service::{Recipe, Service};
-use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 const APP: &str = "tests/apps/mysql";
 const WASM: [&str; 2] = [
@@ -115,13 +113,9 @@ impl Mysql {
 /// packet, its handshake (protocol version 10), which it sends only once it
 /// takes connections (its init file run).
 fn greets(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(
-        &SocketAddr::from(([127, 0, 0, 1], port)),
-        Duration::from_secs(1),
-    ) else {
+    let Some(mut stream) = e2e::service::dial(port) else {
         return false;
     };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let mut header = [0; 5];
     std::io::Read::read_exact(&mut stream, &mut header).is_ok() && header[4] == 10
 }

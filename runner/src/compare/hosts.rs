@@ -240,9 +240,9 @@ pub fn on_path(program: &str) -> Result<PathBuf, String> {
 }
 
 /// A free port on 127.0.0.1 for one host, held until the lease is dropped
-/// (after the host is stopped): [`super::ports`].
-pub fn free_addr() -> Result<super::ports::Lease> {
-    super::ports::lease()
+/// (after the host is stopped): [`spinbench_ports`].
+pub fn free_addr() -> Result<spinbench_ports::PortLease> {
+    Ok(spinbench_ports::PortLease::new()?)
 }
 
 /// A host that exited before it answered once: it cannot serve this component

@@ -182,7 +182,7 @@ fn process_per_request(run: &Run, f: &Function, samples: usize) -> Result<Vec<f6
     for i in 0..2 + samples {
         // Held until the host listens (Server::start waits for it).
         let lease = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
-        let addr = lease.addr;
+        let addr = lease.addr();
         let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
         let (server, took): (Server, Duration) =
             Server::start(cmd, addr, &f.probe(), &format!("cgi-{}", f.name))

@@ -132,7 +132,7 @@ fn record_fits(run: &mut Run, function: &str) {
 fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server, MeasureError> {
     // Held until the host listens (Server::start waits for it).
     let lease = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
-    let addr = lease.addr;
+    let addr = lease.addr();
     let cmd = hosts::command(
         kind,
         f,
@@ -330,7 +330,7 @@ fn per_instance_processes(run: &Run, f: &Function, k: usize) -> Result<Held, Mea
     for i in 0..k {
         // Held until the host listens (Server::start waits for it).
         let lease = hosts::free_addr().map_err(|e| MeasureError::Skipped(e.to_string()))?;
-        let addr = lease.addr;
+        let addr = lease.addr();
         let cmd = hosts::command(HostKind::Native, f, &run.paths, &Cache::Off, addr)?;
         let (server, _) = Server::start(cmd, addr, &f.probe(), &format!("k{k}-process-{i}"))
             .map_err(|e| MeasureError::skipped(&e))?;

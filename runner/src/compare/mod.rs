@@ -14,7 +14,6 @@ pub mod oha;
 pub mod outcome;
 pub mod pin;
 pub mod plain;
-pub mod ports;
 pub mod process_cold_start;
 pub mod scenarios;
 pub mod services;

@@ -87,7 +87,7 @@ fn starts(
 fn start_once(run: &Run, f: &Function, kind: HostKind, cache: &Cache) -> Result<Duration> {
     // Held until the host listens (Server::start waits for it).
     let lease = hosts::free_addr()?;
-    let addr = lease.addr;
+    let addr = lease.addr();
     let cmd = hosts::command(kind, f, &run.paths, cache, addr).map_err(anyhow::Error::msg)?;
     let label = format!("start-{}-{}", f.name, kind.name());
     let (server, took) = Server::start(cmd, addr, &f.probe(), &label)?;

@@ -405,7 +405,7 @@ fn load_target(
     check_open_files(t.scenario)?;
     // Held until the host listens (Server::start waits for it).
     let lease = hosts::free_addr()?;
-    let addr = lease.addr;
+    let addr = lease.addr();
     let mut cmd = hosts::command(t.kind, t.f, paths, &Cache::Dir(paths.cache_dir()), addr)?;
     hosts::allow_concurrency(&mut cmd, t.kind, t.scenario.users)?;
     if let Some(variant) = t.variant {
