@@ -7,8 +7,7 @@
 //! which Kubernetes' CRI mounts into every container (`ctr run` needs
 //! `--mount type=cgroup,...`: deploy/local-node.sh passes it).
 
-use anyhow::{Result, bail};
-use spinbench_host::{AdmissionLimits, PoolSizing};
+use spinbench_host::MemoryFit;
 use std::path::Path;
 
 const MIB: u64 = 1 << 20;
@@ -18,11 +17,6 @@ const MIB: u64 = 1 << 20;
 /// precompiled) was charged 19 MiB idle (11 MiB anonymous, 7 MiB page cache:
 /// deploy/README.md); this leaves room for connections on top.
 pub const HOST_RESERVE: u64 = 48 * MIB;
-
-/// What an instance holds beyond its linear memory, at most: its tables (two,
-/// kept resident up to 512 KiB each) and its fiber stack. (1,000 live `io`
-/// instances added 76 MiB of anonymous memory to the function set's container.)
-const INSTANCE_OVERHEAD: u64 = 2 * MIB;
 
 /// The container's memory limit in bytes, if it has one and can see it.
 pub fn container_limit(cgroup_root: &Path) -> Option<u64> {
@@ -37,57 +31,21 @@ pub fn container_limit(cgroup_root: &Path) -> Option<u64> {
         .filter(|&bytes| bytes < 1 << 62)
 }
 
-/// The pool and admission limits for instances of `instance_memory` bytes of
-/// linear memory each in a container of `limit` bytes: every slot of the pool
-/// at its cap, with its overhead, fits beside [`HOST_RESERVE`]. Without a
-/// limit, `defaults`.
-pub fn instance_limits(
-    limit: Option<u64>,
-    instance_memory: usize,
-    defaults: (PoolSizing, AdmissionLimits),
-) -> Result<(PoolSizing, AdmissionLimits)> {
-    let (pool, admission) = defaults;
-    let pool = PoolSizing {
-        max_memory_size: instance_memory,
-        ..pool
-    };
-    let Some(limit) = limit else {
-        return Ok((pool, admission));
-    };
-    let per_instance = instance_memory as u64 + INSTANCE_OVERHEAD;
-    // Two slots at least: one serving, the one the admission cap keeps free.
-    let slots = limit.saturating_sub(HOST_RESERVE) / per_instance;
-    if slots < 2 {
-        bail!(
-            "the container's memory limit ({} MiB) holds the host ({} MiB) and fewer than two instances of {} MiB (linear memory {} MiB and {} MiB beside it); raise the limit or lower SPIN_MAX_INSTANCE_MEMORY",
-            limit / MIB,
-            HOST_RESERVE / MIB,
-            per_instance / MIB,
-            instance_memory as u64 / MIB,
-            INSTANCE_OVERHEAD / MIB
-        );
-    }
-    let max_instances = u32::try_from(slots)
-        .unwrap_or(u32::MAX)
-        .min(pool.max_instances);
-    let pool = PoolSizing {
-        max_instances,
-        ..pool
-    };
-    let admission = AdmissionLimits {
-        max_concurrent: admission.max_concurrent.min(max_instances as usize - 1),
-        ..admission
-    };
-    Ok((pool, admission))
+/// What the host may use: the container's limit, if it has one and can see
+/// it, with [`HOST_RESERVE`] kept beside the instances. The host sizes its
+/// pool from it once it has read the app's components (`MemoryFit`): a
+/// component that starts past `SPIN_MAX_INSTANCE_MEMORY` has a larger cap,
+/// and the pool is sized for it.
+pub fn memory_fit(cgroup_root: &Path) -> Option<MemoryFit> {
+    container_limit(cgroup_root).map(|limit| MemoryFit {
+        limit,
+        reserve: HOST_RESERVE,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn defaults() -> (PoolSizing, AdmissionLimits) {
-        (PoolSizing::default(), AdmissionLimits::default())
-    }
 
     #[test]
     fn the_limit_is_read_from_either_cgroup_version() {
@@ -106,35 +64,16 @@ mod tests {
     }
 
     #[test]
-    fn without_a_limit_only_the_instance_memory_changes() {
-        let (pool, admission) = instance_limits(None, 32 << 20, defaults()).unwrap();
-        assert_eq!(pool.max_memory_size, 32 << 20);
-        assert_eq!(pool.max_instances, PoolSizing::default().max_instances);
-        assert_eq!(admission, AdmissionLimits::default());
-    }
-
-    #[test]
-    fn a_limit_bounds_the_pool_so_every_slot_at_its_cap_fits() {
-        let limit = 256 * MIB;
-        let (pool, admission) = instance_limits(Some(limit), 16 << 20, defaults()).unwrap();
-        // (256 - 48) / (16 + 2) = 11 slots, 10 served at once.
-        assert_eq!(pool.max_instances, 11);
-        assert_eq!(admission.max_concurrent, 10);
-        let held = HOST_RESERVE + u64::from(pool.max_instances) * (16 * MIB + INSTANCE_OVERHEAD);
-        assert!(held <= limit, "{held} > {limit}");
-        // A large limit keeps the defaults.
-        let (pool, admission) = instance_limits(Some(64 << 30), 16 << 20, defaults()).unwrap();
-        assert_eq!(pool.max_instances, PoolSizing::default().max_instances);
-        assert_eq!(admission, AdmissionLimits::default());
-    }
-
-    #[test]
-    fn a_limit_too_small_for_two_instances_is_refused_with_the_figures() {
-        let error = instance_limits(Some(64 * MIB), 16 << 20, defaults()).unwrap_err();
-        let text = error.to_string();
-        assert!(
-            text.contains("64 MiB") && text.contains("SPIN_MAX_INSTANCE_MEMORY"),
-            "{text}"
+    fn the_fit_keeps_the_reserve() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(memory_fit(dir.path()), None);
+        std::fs::write(dir.path().join("memory.max"), "268435456\n").unwrap();
+        assert_eq!(
+            memory_fit(dir.path()),
+            Some(MemoryFit {
+                limit: 256 * MIB,
+                reserve: HOST_RESERVE
+            })
         );
     }
 }

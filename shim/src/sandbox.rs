@@ -13,7 +13,7 @@ use containerd_shim_wasm::sandbox::Sandbox;
 use containerd_shim_wasm::sandbox::context::RuntimeContext;
 use containerd_shim_wasm::shim::{Compiler, Shim, Version, version};
 use spinbench_host::manifest::Manifest;
-use spinbench_host::{AdmissionLimits, Host, HostOptions, PoolSizing, ServeOptions};
+use spinbench_host::{Host, HostOptions, PoolSizing, ServeOptions};
 use std::path::Path;
 
 /// `io.containerd.spinbench.v1`: containerd runs `containerd-shim-spinbench-v1`.
@@ -89,36 +89,32 @@ fn serve(ctx: &impl RuntimeContext) -> Result<()> {
 }
 
 /// `serve`'s options, with the container's environment for variables and
-/// its memory limit as the pool's bound.
+/// limits and its memory limit as the pool's bound.
 fn host_options(env: &ContainerEnv, cache_dir: Option<std::path::PathBuf>) -> Result<HostOptions> {
     let defaults = HostOptions::default();
-    let limit = memory::container_limit(Path::new("/sys/fs/cgroup"));
-    let instance_memory = env
-        .max_instance_memory()?
-        .unwrap_or(defaults.pool.max_memory_size);
-    let (pool, admission): (PoolSizing, AdmissionLimits) =
-        memory::instance_limits(limit, instance_memory, (defaults.pool, defaults.admission))?;
-    match limit {
-        Some(bytes) => spinbench_host::err_line!(
-            "container memory limit {} MiB: up to {} instances of {} MiB linear memory, {} served at once",
-            bytes >> 20,
-            pool.max_instances,
-            pool.max_memory_size >> 20,
-            admission.max_concurrent
-        ),
-        None => spinbench_host::err_line!(
+    let memory_fit = memory::memory_fit(Path::new("/sys/fs/cgroup"));
+    let pool = PoolSizing {
+        max_memory_size: env
+            .max_instance_memory()?
+            .unwrap_or(defaults.pool.max_memory_size),
+        ..defaults.pool
+    };
+    if memory_fit.is_none() {
+        spinbench_host::err_line!(
             "no container memory limit visible (/sys/fs/cgroup): up to {} instances of {} MiB linear memory",
             pool.max_instances,
             pool.max_memory_size >> 20
-        ),
+        );
     }
-    Ok(HostOptions {
+    let mut options = HostOptions {
         cache_dir,
         pool,
-        admission,
+        memory_fit,
         pool_in_background: true,
         runtime_config_file: app::runtime_config_file(),
         env: Some(env.variables()),
         ..defaults
-    })
+    };
+    env.apply_limits(&mut options)?;
+    Ok(options)
 }

@@ -100,12 +100,13 @@ impl Plan {
             .map(|s| Ok((s.id.as_str(), Needs::of(&s.prepared.wasm)?)))
             .collect::<Result<Vec<_>>>()?;
         let limits = limits::for_app(options.pool, &needs)?;
+        let options = &fitted(options, &limits)?;
         let runtime_config = RuntimeConfig::load(
             options.runtime_config_file.as_deref(),
             &options.state_dir,
             manifest.base_dir(),
         )?;
-        let services = Arc::new(AppServices::new(runtime_config)?);
+        let services = Arc::new(AppServices::new(runtime_config, options.sqlite_threads)?);
         let env = |key: &str| match &options.env {
             Some(env) => env.get(key).cloned(),
             None => std::env::var(key).ok(),
@@ -289,6 +290,32 @@ impl Plan {
             },
         })
     }
+}
+
+/// `options` with the pool and the admission cap sized for `limits` under
+/// the memory the host may use, if it was given one.
+fn fitted(options: &HostOptions, limits: &AppLimits) -> Result<HostOptions> {
+    let Some(memory) = options.memory_fit else {
+        return Ok(options.clone());
+    };
+    let instance_memory = limits.shape.max_memory_size;
+    let (pool, max_concurrent) = limits::fit(
+        memory,
+        instance_memory,
+        options.pool,
+        options.admission.max_concurrent,
+    )?;
+    crate::err_line!(
+        "memory limit {} MiB: up to {} instances of at most {} MiB linear memory, {} served at once",
+        memory.limit >> 20,
+        pool.max_instances,
+        instance_memory >> 20,
+        max_concurrent
+    );
+    let mut options = options.clone();
+    options.pool = pool;
+    options.admission.max_concurrent = max_concurrent;
+    Ok(options)
 }
 
 /// Whether any source is a WASIp3 component, every interface group they

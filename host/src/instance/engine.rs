@@ -26,17 +26,24 @@ pub struct PoolSizing {
     /// here (first response after exec: 10,000 slots 35 ms, 2,048 slots 19 ms,
     /// 1,100 slots 11 ms).
     pub max_instances: u32,
-    /// Largest linear memory a guest may grow to; past it, allocation fails and
-    /// the guest traps (`500`). 16 MiB by default: every function runs within 2 MiB,
-    /// and 1024 concurrent instances at the cap stay within 16 GiB. A component
-    /// whose initial memory alone is past it gets a cap of its own
-    /// (`instance::limits`).
+    /// Largest linear memory an instance may grow to, all its memories
+    /// together; past it, allocation fails and the guest traps (`500`). 16 MiB
+    /// by default: every function runs within 2 MiB, and 1024 concurrent
+    /// instances at the cap stay within 16 GiB. A component whose initial
+    /// memory alone is past it gets a cap of its own (`instance::limits`).
     pub max_memory_size: usize,
+    /// The most linear memory a component may declare that its instances
+    /// start with (when that is past `max_memory_size`); past it the
+    /// component is refused at load. 64 MiB by default: componentize-py's
+    /// Python starts at 18.4 MiB.
+    pub max_initial_memory: usize,
 }
 
 impl PoolSizing {
     /// `--max-instance-memory`'s default.
     pub const DEFAULT_MAX_MEMORY: usize = 16 * MIB;
+    /// `--max-initial-memory`'s default.
+    pub const DEFAULT_MAX_INITIAL_MEMORY: usize = 64 * MIB;
 }
 
 impl Default for PoolSizing {
@@ -44,6 +51,7 @@ impl Default for PoolSizing {
         Self {
             max_instances: 1_100,
             max_memory_size: Self::DEFAULT_MAX_MEMORY,
+            max_initial_memory: Self::DEFAULT_MAX_INITIAL_MEMORY,
         }
     }
 }

@@ -11,17 +11,26 @@
 //!   time), so raising them for the app lets no other component do more; the
 //!   pool's totals are `--max-instances` times them, so none can exhaust a
 //!   total for the others.
-//! - **Linear memory**: `--max-instance-memory` caps every memory of every
-//!   instance, but one whose component starts past it (componentize-py's
-//!   images start at 18 MB): that component, alone, is capped at its initial
-//!   memory plus the flag's value, so it has the same room to grow. Each
-//!   store's limiter holds its own component's cap; the pool's slots are sized
-//!   for the largest, which no other component can use.
+//! - **Linear memory**: `--max-instance-memory` caps the linear memory of
+//!   every instance, all its memories together, but one whose component
+//!   starts past it (componentize-py's images start at 18 MB): that
+//!   component, alone, is capped at what it starts with plus the flag's
+//!   value, so it has the same room to grow. What a component may start with
+//!   is the operator's too: past `--max-initial-memory` (and the cap) it is
+//!   refused at load, naming both, so a declaration can never size the pool
+//!   (one declaring 2 GiB was given 2 GiB plus the cap per memory before).
+//!   Each store's limiter holds its own component's cap (`limiter`); the
+//!   pool's slots are sized for the largest, which no other component can
+//!   use, and a host given the memory it may use ([`fit`]) sizes its pool so
+//!   every slot at that cap fits.
 
 use super::engine::{InstanceShape, PoolSizing};
 use super::needs::Needs;
 use anyhow::{Result, bail};
 use std::collections::BTreeMap;
+
+mod fit;
+pub use fit::{MemoryFit, fit};
 
 /// Spin's per-component maxima (`max_memories_per_component` 32,
 /// `max_tables_per_component` 64, `max_core_instances_per_component` 200, and
@@ -40,7 +49,8 @@ pub const SPIN_MAXIMA: InstanceShape = InstanceShape {
 pub struct AppLimits {
     /// What the pool allows one instance.
     pub shape: InstanceShape,
-    /// Each component's linear memory cap, by component id.
+    /// Each component's linear memory cap (all the memories of one of its
+    /// instances together), by component id.
     pub memory_caps: BTreeMap<String, usize>,
     /// What was chosen, in one line for the start.
     pub line: String,
@@ -138,8 +148,20 @@ pub fn for_app(sizing: PoolSizing, needs: &[(&str, Option<Needs>)]) -> Result<Ap
     }
     let mut memory_caps = BTreeMap::new();
     let mut own_caps = Vec::new();
+    let ceiling = sizing.max_initial_memory.max(cap);
     for (id, need) in needs {
         let initial = need.map_or(0, |n| n.initial_memory);
+        if initial > ceiling as u64 {
+            bail!(
+                "component {id:?} declares {} of initial linear memory, past the {} an instance \
+                 may start with (--max-initial-memory {} MiB, --max-instance-memory {} MiB): \
+                 refused; an operator who means to serve it raises --max-initial-memory",
+                mib(usize::try_from(initial).unwrap_or(usize::MAX)),
+                mib(ceiling),
+                sizing.max_initial_memory >> 20,
+                cap >> 20
+            );
+        }
         let own = memory_cap(cap, initial);
         if own != cap {
             own_caps.push(format!(

@@ -6,6 +6,7 @@ pub mod compiled_cache;
 pub mod engine;
 pub mod flavour;
 pub mod invoke;
+pub mod limiter;
 pub mod limits;
 pub mod needs;
 pub mod prepare;

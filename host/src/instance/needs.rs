@@ -28,7 +28,8 @@ pub struct Needs {
     pub memories_per_module: u32,
     /// The most tables one module defines.
     pub tables_per_module: u32,
-    /// The largest initial linear memory, in bytes.
+    /// The linear memory it starts with, in bytes: all its memories'
+    /// initial sizes together (what it takes before running any code).
     pub initial_memory: u64,
     /// The largest initial table, in elements.
     pub initial_table: u64,
@@ -82,7 +83,7 @@ impl Needs {
             tables: self.tables + other.tables,
             memories_per_module: self.memories_per_module.max(other.memories_per_module),
             tables_per_module: self.tables_per_module.max(other.tables_per_module),
-            initial_memory: self.initial_memory.max(other.initial_memory),
+            initial_memory: self.initial_memory.saturating_add(other.initial_memory),
             initial_table: self.initial_table.max(other.initial_table),
         }
     }
@@ -200,7 +201,8 @@ fn visit_module(needs: &mut Needs, payload: Payload<'_>) -> Result<()> {
                 let memory = memory?;
                 let page = 1u64 << memory.page_size_log2.unwrap_or(16);
                 needs.memories += 1;
-                needs.initial_memory = needs.initial_memory.max(memory.initial * page);
+                let initial = memory.initial.saturating_mul(page);
+                needs.initial_memory = needs.initial_memory.saturating_add(initial);
             }
             needs.memories_per_module = needs.memories;
         }

@@ -114,3 +114,39 @@ fn unreadable_needs_keep_the_defaults() {
     assert_eq!(limits.shape, InstanceShape::DEFAULT);
     assert_eq!(limits.memory_caps["imports-a-module"], 16 * MIB);
 }
+
+/// A component declaring more initial memory than `--max-initial-memory`
+/// (and the cap) is refused, naming both flags; one starting within it (a
+/// Python component's 18.4 MiB) is served with its own cap.
+#[test]
+fn a_declaration_past_the_ceiling_is_refused_naming_the_flags() {
+    let two_gib = Needs {
+        initial_memory: 2 << 30,
+        ..rust()
+    };
+    let error = for_app(PoolSizing::default(), &[("big", Some(two_gib))]).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("\"big\" declares 2048.0 MiB of initial linear memory")
+            && text.contains("--max-initial-memory 64 MiB"),
+        "{text}"
+    );
+    assert!(for_app(PoolSizing::default(), &[("py", Some(python()))]).is_ok());
+    // The operator can raise it, and a cap past the ceiling allows as much.
+    let raised = PoolSizing {
+        max_initial_memory: 4096 * MIB,
+        ..PoolSizing::default()
+    };
+    let limits = for_app(raised, &[("big", Some(two_gib))]).unwrap();
+    assert_eq!(limits.memory_caps["big"], (2 << 30) + 16 * MIB);
+    let large_cap = PoolSizing {
+        max_memory_size: 128 * MIB,
+        ..PoolSizing::default()
+    };
+    let within = Needs {
+        initial_memory: 100 * MIB as u64,
+        ..rust()
+    };
+    let limits = for_app(large_cap, &[("c", Some(within))]).unwrap();
+    assert_eq!(limits.memory_caps["c"], 128 * MIB);
+}

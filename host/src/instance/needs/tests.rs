@@ -61,6 +61,23 @@ fn a_nested_component_counts_each_time_it_is_instantiated() {
     .unwrap();
     assert_eq!(found.core_instances, 6);
     assert_eq!((found.memories, found.tables), (2, 4));
+    assert_eq!(found.initial_memory, 2 * 65536, "each memory counts");
+}
+
+/// What an instance starts with is every memory's initial size together, so
+/// that no ceiling can be passed by spreading a declaration over memories.
+#[test]
+fn initial_memory_is_the_sum_of_every_memory_of_an_instance() {
+    let found = needs(
+        r"(component
+             (core module $two (memory 10) (memory 20))
+             (core module $one (memory 5))
+             (core instance (instantiate $two))
+             (core instance (instantiate $one))
+             (core instance (instantiate $one)))",
+    )
+    .unwrap();
+    assert_eq!(found.initial_memory, (10 + 20 + 5 + 5) * 65536);
 }
 
 #[test]
