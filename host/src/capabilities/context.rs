@@ -7,7 +7,7 @@ use super::outbound_hosts::AllowedHosts;
 use super::runtime_config::RuntimeConfig;
 use super::{files, key_value, llm, mysql, outbound_http, postgres, sqlite};
 use crate::manifest::{Manifest, variables};
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -44,7 +44,7 @@ pub struct Grants {
 }
 
 /// What every component of the application shares.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AppServices {
     /// The runtime config file and the state directory.
     pub runtime_config: RuntimeConfig,
@@ -52,20 +52,33 @@ pub struct AppServices {
     pub key_value: key_value::Stores,
     /// The SQLite databases.
     pub sqlite: sqlite::Databases,
+    /// The threads every SQLite call (databases and key-value stores) runs on.
+    pub sqlite_executor: Arc<sqlite::Executor>,
     /// Where requests to the application itself go, once `serve` listens.
     pub self_origin: outbound_http::SelfOrigin,
 }
 
 impl AppServices {
-    /// The stores and databases `runtime_config` defines (none opened yet).
-    pub fn new(runtime_config: RuntimeConfig) -> Result<Self> {
+    /// The stores and databases `runtime_config` defines (none opened yet),
+    /// used on `sqlite_threads` threads.
+    pub fn new(runtime_config: RuntimeConfig, sqlite_threads: usize) -> Result<Self> {
         llm::check_runtime_config(&runtime_config)?;
+        let sqlite_executor =
+            sqlite::Executor::new(sqlite_threads).context("starting the SQLite threads")?;
         Ok(Self {
-            key_value: key_value::Stores::from_config(&runtime_config)?,
+            key_value: key_value::Stores::from_config(&runtime_config, &sqlite_executor)?,
             sqlite: sqlite::Databases::from_config(&runtime_config)?,
+            sqlite_executor,
             self_origin: outbound_http::SelfOrigin::default(),
             runtime_config,
         })
+    }
+}
+
+impl Default for AppServices {
+    /// Nothing defined but the defaults in memory, one SQLite thread.
+    fn default() -> Self {
+        Self::new(RuntimeConfig::default(), 1).expect("the default services start")
     }
 }
 

@@ -12,10 +12,15 @@
 //! `[key_value_store.<label>] type = "spin"` with an optional `path` (relative
 //! to the runtime config file, as Spin resolves it) defines or redefines a
 //! label. Each label's connection is opened once and shared by every instance
-//! of the application; SQLite calls run on tokio's blocking pool.
+//! of the application; SQLite calls run on the SQLite threads, what they
+//! allocate charged to the calling instance's SQLite heap, and a listing of
+//! keys is bounded while it is read (`capabilities::budget`).
 
+use super::budget::InstanceBudget;
+use super::held_stream::HeldStream;
+use super::quota::Share;
 use super::runtime_config::RuntimeConfig;
-use super::sqlite::{Attach, LazyConnection, Location};
+use super::sqlite::{Attach, Executor, LazyConnection, Location};
 use super::{ComponentContext, HostState};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -62,8 +67,9 @@ impl std::fmt::Debug for Stores {
 }
 
 impl Stores {
-    /// `default` in the state directory, then every `[key_value_store.<label>]`.
-    pub fn from_config(config: &RuntimeConfig) -> Result<Self> {
+    /// `default` in the state directory, then every `[key_value_store.<label>]`,
+    /// each used on `executor`'s threads.
+    pub fn from_config(config: &RuntimeConfig, executor: &Arc<Executor>) -> Result<Self> {
         let mut locations = BTreeMap::new();
         let default = match &config.state_dir {
             Some(dir) => Location::File(dir.join(DEFAULT_FILE)),
@@ -81,7 +87,8 @@ impl Stores {
         let labels = locations
             .into_iter()
             .map(|(label, location)| {
-                let connection = LazyConnection::new(location, Attach::MemoryOnly, setup);
+                let connection =
+                    LazyConnection::new(location, Attach::MemoryOnly, setup, executor.clone());
                 (label, Arc::new(connection))
             })
             .collect();
@@ -132,16 +139,24 @@ fn setup(connection: &rusqlite::Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// An open store: a label and its database.
+/// An open store: a label and its database, used by one instance.
 #[derive(Clone)]
 pub struct Store {
     label: Arc<str>,
     connection: Arc<LazyConnection>,
+    budget: Arc<InstanceBudget>,
 }
+
+/// Keys, each with the bytes it was charged, and the share holding them.
+type HeldKeys = (Vec<(String, usize)>, Share);
 
 impl ComponentContext {
     /// What `store.open(label)` answers, as Spin answers it.
-    pub fn open_store(&self, label: &str) -> Result<Store, KeyValueError> {
+    pub fn open_store(
+        &self,
+        label: &str,
+        budget: &Arc<InstanceBudget>,
+    ) -> Result<Store, KeyValueError> {
         if !self.grants.key_value_stores.iter().any(|l| l == label) {
             return Err(KeyValueError::AccessDenied);
         }
@@ -154,6 +169,7 @@ impl ComponentContext {
         Ok(Store {
             label: label.into(),
             connection: connection.clone(),
+            budget: budget.clone(),
         })
     }
 }
@@ -167,7 +183,9 @@ impl Store {
     ) -> Result<R, KeyValueError> {
         let label = self.label.clone();
         self.connection
-            .run(move |connection| work(connection, &label))
+            .run(&self.budget.sqlite_heap, move |connection| {
+                work(connection, &label)
+            })
             .await
             .map_err(KeyValueError::Other)?
             .map_err(|error| KeyValueError::Other(error.to_string()))
@@ -182,13 +200,18 @@ impl Store {
                 rows.next()?.map(|row| row.get::<_, Vec<u8>>(0)).transpose()
             })
             .await?;
-        if value.as_ref().map_or(0, Vec::len) > MAX_RESULT_BYTES {
+        let size = value.as_ref().map_or(0, Vec::len);
+        if size > MAX_RESULT_BYTES {
             return Err(too_large());
         }
+        // Held until it is handed back: a WASIp3 guest may have many gets
+        // in flight at once.
+        let _held = self.held(size)?;
         Ok(value)
     }
 
     pub async fn set(&self, key: String, value: Vec<u8>) -> Result<(), KeyValueError> {
+        let _held = self.held(key.len() + value.len())?;
         self.run(move |connection, label| {
             connection
                 .prepare_cached(
@@ -221,23 +244,40 @@ impl Store {
     }
 
     pub async fn get_keys(&self) -> Result<Vec<String>, KeyValueError> {
-        let keys: Vec<String> = self
-            .run(|connection, label| {
-                connection
-                    .prepare_cached("SELECT key FROM spin_key_value WHERE store=$1")?
-                    .query_map([label], |row| row.get(0))?
-                    .collect()
-            })
-            .await?;
-        if keys
-            .iter()
-            .map(|k| k.len() + size_of::<String>())
-            .sum::<usize>()
-            > MAX_RESULT_BYTES
-        {
-            return Err(too_large());
-        }
-        Ok(keys)
+        let (keys, _held) = self.held_keys().await?;
+        Ok(keys.into_iter().map(|(key, _)| key).collect())
+    }
+
+    /// Every key of the store, each charged to the instance as it is read:
+    /// a listing past Spin's result limit, or past what the instance may
+    /// hold, stops at the key that passes it.
+    async fn held_keys(&self) -> Result<HeldKeys, KeyValueError> {
+        let mut held = self.held(0)?;
+        self.run(move |connection, label| {
+            let mut statement =
+                connection.prepare_cached("SELECT key FROM spin_key_value WHERE store=$1")?;
+            let mut rows = statement.query([label])?;
+            let (mut keys, mut bytes) = (Vec::new(), size_of::<Vec<String>>());
+            while let Some(row) = rows.next()? {
+                let key: String = row.get(0)?;
+                let size = key.len() + size_of::<String>();
+                bytes += size;
+                if bytes > MAX_RESULT_BYTES {
+                    return Ok(Err(too_large()));
+                }
+                if let Err(error) = InstanceBudget::hold_more(&mut held, size) {
+                    return Ok(Err(KeyValueError::Other(error)));
+                }
+                keys.push((key, size));
+            }
+            Ok(Ok((keys, held)))
+        })
+        .await?
+    }
+
+    /// `bytes` held for this instance's call, or the error saying why not.
+    pub(super) fn held(&self, bytes: usize) -> Result<Share, KeyValueError> {
+        self.budget.hold(bytes).map_err(KeyValueError::Other)
     }
 }
 
@@ -312,7 +352,9 @@ pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     instance.func_wrap(
         "[static]store.open",
         |mut state: StoreContextMut<'_, T>, (label,): (String,)| {
-            Ok((match state.data().context().open_store(&label) {
+            let data = state.data();
+            let opened = data.context().open_store(&label, data.budget());
+            Ok((match opened {
                 Ok(store) => Ok(state.data_mut().table().push(StoreV2(store))?),
                 Err(error) => Err(error),
             },))
@@ -346,7 +388,8 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
             Box::pin(async move {
                 accessor.with(|mut access| {
                     let state = access.get();
-                    Ok((match state.context().open_store(&label) {
+                    let opened = state.context().open_store(&label, state.budget());
+                    Ok((match opened {
                         Ok(store) => Ok(state.table().push(StoreV3(store))?),
                         Err(error) => Err(error),
                     },))
@@ -370,10 +413,11 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
         |accessor: &Accessor<T>, (handle,): (Resource<StoreV3>,)| {
             Box::pin(async move {
                 let store = accessor.with(|mut access| store_of(access.get().table(), &handle))?;
-                // A failure is an empty stream whose future carries the error.
-                let (keys, outcome) = match store.get_keys().await {
-                    Ok(keys) => (keys, Ok(())),
-                    Err(error) => (Vec::new(), Err(error)),
+                // A failure is an empty stream whose future carries the
+                // error; the keys stay charged until the guest reads them.
+                let (keys, outcome) = match store.held_keys().await {
+                    Ok((keys, held)) => (HeldStream::new(keys, held), Ok(())),
+                    Err(error) => (HeldStream::empty(), Err(error)),
                 };
                 accessor.with(|mut access| {
                     let keys = StreamReader::new(&mut access, keys)?;

@@ -11,9 +11,11 @@
 //! Host functions reach a store's data through [`HostState`], so this module
 //! does not depend on how the instance machinery lays its stores out.
 
+pub mod budget;
 pub mod context;
 pub mod environment;
 pub mod files;
+mod held_stream;
 pub mod key_value;
 pub mod llm;
 pub mod mqtt;
@@ -22,6 +24,7 @@ pub mod outbound_hosts;
 pub mod outbound_http;
 mod pools;
 pub mod postgres;
+pub mod quota;
 pub mod redis;
 pub mod runtime_config;
 pub mod sockets;
@@ -37,6 +40,7 @@ pub use context::{AppServices, ComponentContext};
 use anyhow::Result;
 use semver::Version;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use wasmtime::component::{Linker, ResourceTable};
 
 /// What every store's data gives host functions.
@@ -45,6 +49,8 @@ pub trait HostState: Send + 'static {
     fn context(&self) -> &ComponentContext;
     /// The store's resource table.
     fn table(&mut self) -> &mut ResourceTable;
+    /// What the store's instance holds on the host through its capabilities.
+    fn budget(&self) -> &Arc<budget::InstanceBudget>;
     /// A WAGI request's arguments and CGI environment (`environment`).
     fn command_line(&self) -> Option<&CommandLine> {
         None
@@ -303,10 +309,16 @@ where
 {
     for group in groups {
         match group {
-            Group::WasiP2 => wasi::link_p2(linker)?,
+            Group::WasiP2 => {
+                wasi::link_p2(linker)?;
+                sockets::limit_p2(linker)?;
+            }
             Group::WasiRc2023_10_18 => wasi_2023_10_18::link(linker)?,
             Group::WasiRc2023_11_10 => wasi_2023_11_10::link(linker)?,
-            Group::WasiP3 => wasi::link_p3(linker)?,
+            Group::WasiP3 => {
+                wasi::link_p3(linker)?;
+                sockets::limit_p3(linker)?;
+            }
             Group::VariablesV2 => variables::link_v2(linker)?,
             Group::VariablesV3 => variables::link_v3(linker)?,
             Group::ConfigV1 => variables::link_config_v1(linker)?,

@@ -12,24 +12,30 @@
 //! Databases: `default` is `sqlite_db.db` in the state directory;
 //! `[sqlite_database.<label>] type = "spin"` with an optional `path` (relative
 //! to the working directory, as Spin resolves it) defines or redefines a label.
-//! SQLite calls block, so they run on tokio's blocking pool.
+//! SQLite calls block, so they run on threads of their own (`executor`).
+//!
+//! What an instance holds is bounded across all its connections
+//! (`capabilities::budget`): their heap together, how many are open, and the
+//! bytes of its statements in flight and of results it has not read.
 
+use super::ComponentContext;
+use super::budget::InstanceBudget;
+use super::quota::Share;
 use super::runtime_config::RuntimeConfig;
-use super::{ComponentContext, HostState};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use wasmtime::StoreContextMut;
-use wasmtime::component::{
-    Accessor, ComponentType, FutureReader, Lift, Linker, Lower, Resource, ResourceType,
-    StreamReader,
-};
+use wasmtime::component::{ComponentType, Lift, Lower};
 
 mod connection;
+mod executor;
 mod heap;
+mod link;
 mod sandbox;
 pub use connection::{LazyConnection, Location, MAX_HEAP_BYTES};
+pub use executor::Executor;
+pub use link::{link_v2, link_v3};
 pub use sandbox::Attach;
 
 pub const V2: &str = "fermyon:spin/sqlite@2.0.0";
@@ -169,13 +175,29 @@ fn definition(entry: &toml::Table, cwd: &Path) -> Result<Definition> {
     })
 }
 
-/// An open connection: its own SQLite connection to the label's database.
+/// An open connection: its own SQLite connection to the label's database,
+/// counted against the instance that opened it.
 #[derive(Clone)]
-pub struct Connection(Arc<LazyConnection>);
+pub struct Connection(Arc<Opened>);
+
+struct Opened {
+    lazy: Arc<LazyConnection>,
+    budget: Arc<InstanceBudget>,
+    /// Its place among the instance's connections.
+    _slot: Share,
+}
+
+/// Rows, each with the bytes it was charged, and the share holding them.
+type HeldRows = (Vec<String>, Vec<(RowResult, usize)>, Share);
 
 impl ComponentContext {
-    /// What `connection.open(label)` answers, as Spin answers it.
-    pub fn open_database(&self, label: &str) -> Result<Connection, SqliteError> {
+    /// What `connection.open(label)` answers, as Spin answers it; past the
+    /// instance's connections, an `io` error naming the limit.
+    pub fn open_database(
+        &self,
+        label: &str,
+        budget: &Arc<InstanceBudget>,
+    ) -> Result<Connection, SqliteError> {
         if !self.grants.sqlite_databases.iter().any(|l| l == label) {
             return Err(SqliteError::AccessDenied);
         }
@@ -189,11 +211,18 @@ impl ComponentContext {
         } else {
             Attach::MemoryOnly
         };
-        Ok(Connection(Arc::new(LazyConnection::new(
+        let slot = budget.sqlite_connection().map_err(SqliteError::Io)?;
+        let lazy = LazyConnection::new(
             definition.location.clone(),
             attach,
             |_| Ok(()),
-        ))))
+            self.services.sqlite_executor.clone(),
+        );
+        Ok(Connection(Arc::new(Opened {
+            lazy: Arc::new(lazy),
+            budget: budget.clone(),
+            _slot: slot,
+        })))
     }
 }
 
@@ -203,8 +232,27 @@ impl Connection {
         statement: String,
         parameters: Vec<Value>,
     ) -> Result<QueryResult, SqliteError> {
+        let (columns, rows, _held) = self.query(statement, parameters).await?;
+        Ok(QueryResult {
+            columns,
+            rows: rows.into_iter().map(|(row, _)| row).collect(),
+        })
+    }
+
+    /// The statement's rows, held against the instance's budget (with the
+    /// statement itself while it waits and runs) until the share is dropped.
+    async fn query(
+        &self,
+        statement: String,
+        parameters: Vec<Value>,
+    ) -> Result<HeldRows, SqliteError> {
+        let arguments = statement.len() + parameters.iter().map(value_size).sum::<usize>();
+        let held = self.0.budget.hold(arguments).map_err(SqliteError::Io)?;
         self.0
-            .run(move |connection| execute(connection, &statement, parameters))
+            .lazy
+            .run(&self.0.budget.sqlite_heap, move |connection| {
+                execute(connection, &statement, parameters, held, arguments)
+            })
             .await
             .map_err(SqliteError::Io)?
     }
@@ -213,24 +261,34 @@ impl Connection {
     /// that cannot be opened traps, as in Spin.
     async fn changes(&self) -> wasmtime::Result<u64> {
         self.0
-            .run(rusqlite::Connection::changes)
+            .lazy
+            .run(&self.0.budget.sqlite_heap, rusqlite::Connection::changes)
             .await
             .map_err(|error| wasmtime::format_err!("{error}"))
     }
 
     async fn last_insert_rowid(&self) -> wasmtime::Result<i64> {
         self.0
-            .run(rusqlite::Connection::last_insert_rowid)
+            .lazy
+            .run(
+                &self.0.budget.sqlite_heap,
+                rusqlite::Connection::last_insert_rowid,
+            )
             .await
             .map_err(|error| wasmtime::format_err!("{error}"))
     }
 }
 
+/// Runs `statement`, its `arguments` bytes held by `held` until it has run;
+/// each row is charged to `held` as it is read, so a result past what the
+/// instance may hold stops there, not after it was all built.
 fn execute(
     connection: &rusqlite::Connection,
     statement: &str,
     parameters: Vec<Value>,
-) -> Result<QueryResult, SqliteError> {
+    mut held: Share,
+    arguments: usize,
+) -> Result<HeldRows, SqliteError> {
     let io = |error: rusqlite::Error| SqliteError::Io(error.to_string());
     let mut statement = connection.prepare_cached(statement).map_err(io)?;
     let columns: Vec<String> = statement
@@ -248,6 +306,7 @@ fn execute(
     let mut rows = statement
         .query(rusqlite::params_from_iter(parameters))
         .map_err(io)?;
+    held.shrink(arguments);
     let mut result = Vec::new();
     let mut bytes = 0;
     while let Some(row) = rows.next().map_err(io)? {
@@ -265,18 +324,17 @@ fn execute(
             })
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(io)?;
-        bytes += values.iter().map(value_size).sum::<usize>();
+        let size = values.iter().map(value_size).sum::<usize>();
+        bytes += size;
         if bytes > MAX_RESULT_BYTES {
             return Err(SqliteError::Io(format!(
                 "query result exceeds limit of {MAX_RESULT_BYTES} bytes"
             )));
         }
-        result.push(RowResult { values });
+        InstanceBudget::hold_more(&mut held, size).map_err(SqliteError::Io)?;
+        result.push((RowResult { values }, size));
     }
-    Ok(QueryResult {
-        columns,
-        rows: result,
-    })
+    Ok((columns, result, held))
 }
 
 fn value_size(value: &Value) -> usize {
@@ -288,165 +346,7 @@ fn value_size(value: &Value) -> usize {
         }
 }
 
-/// The connection behind a handle of either version's resource type.
-fn connection<R: AsRef<Connection> + 'static>(
-    table: &wasmtime::component::ResourceTable,
-    handle: &Resource<R>,
-) -> wasmtime::Result<Connection> {
-    Ok(table.get(handle)?.as_ref().clone())
-}
-
-/// `fermyon:spin/sqlite@2.0.0`'s connection resource.
-pub struct ConnectionV2(Connection);
-/// `spin:sqlite/sqlite@3.x`'s connection resource.
-pub struct ConnectionV3(Connection);
-
-impl AsRef<Connection> for ConnectionV2 {
-    fn as_ref(&self) -> &Connection {
-        &self.0
-    }
-}
-
-impl AsRef<Connection> for ConnectionV3 {
-    fn as_ref(&self) -> &Connection {
-        &self.0
-    }
-}
-
-pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
-    link_sync::<T, ConnectionV2>(linker, V2, ConnectionV2, false)
-}
-
-/// The synchronous functions of both versions (3.x adds `changes` and
-/// `last-insert-rowid`), over the resource type `R`.
-fn link_sync<T: HostState, R: AsRef<Connection> + Send + Sync + 'static>(
-    linker: &mut Linker<T>,
-    name: &str,
-    wrap: fn(Connection) -> R,
-    v3: bool,
-) -> Result<()> {
-    let mut instance = linker.instance(name)?;
-    instance.resource(
-        "connection",
-        ResourceType::host::<R>(),
-        super::drop_resource::<T, R>,
-    )?;
-    instance.func_wrap(
-        "[static]connection.open",
-        move |mut store: StoreContextMut<'_, T>, (label,): (String,)| {
-            let opened = store.data().context().open_database(&label);
-            Ok((match opened {
-                Ok(connection) => Ok(store.data_mut().table().push(wrap(connection))?),
-                Err(error) => Err(error),
-            },))
-        },
-    )?;
-    instance.func_wrap_async(
-        "[method]connection.execute",
-        |mut store: StoreContextMut<'_, T>,
-         (handle, statement, parameters): (Resource<R>, String, Vec<Value>)| {
-            Box::new(async move {
-                let connection = connection(store.data_mut().table(), &handle)?;
-                Ok((connection.execute(statement, parameters).await,))
-            })
-        },
-    )?;
-    if v3 {
-        instance.func_wrap_async(
-            "[method]connection.changes",
-            |mut store: StoreContextMut<'_, T>, (handle,): (Resource<R>,)| {
-                Box::new(async move {
-                    let connection = connection(store.data_mut().table(), &handle)?;
-                    Ok((connection.changes().await?,))
-                })
-            },
-        )?;
-        instance.func_wrap_async(
-            "[method]connection.last-insert-rowid",
-            |mut store: StoreContextMut<'_, T>, (handle,): (Resource<R>,)| {
-                Box::new(async move {
-                    let connection = connection(store.data_mut().table(), &handle)?;
-                    Ok((connection.last_insert_rowid().await?,))
-                })
-            },
-        )?;
-    }
-    Ok(())
-}
-
-/// The rows of an `execute-async`: all read before the stream is handed over
-/// (Spin streams them as they come; the result is the same).
-type AsyncQuery = (
-    Vec<String>,
-    StreamReader<RowResult>,
-    FutureReader<Result<(), SqliteError>>,
-);
-
-pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
-    link_sync::<T, ConnectionV3>(linker, V3, ConnectionV3, true)?;
-    let mut instance = linker.instance(V3)?;
-    instance.func_wrap_concurrent(
-        "[static]connection.open-async",
-        |accessor: &Accessor<T>, (label,): (String,)| {
-            Box::pin(async move {
-                accessor.with(|mut access| {
-                    let state = access.get();
-                    Ok((match state.context().open_database(&label) {
-                        Ok(connection) => Ok(state.table().push(ConnectionV3(connection))?),
-                        Err(error) => Err(error),
-                    },))
-                })
-            })
-        },
-    )?;
-    instance.func_wrap_concurrent(
-        "[method]connection.execute-async",
-        |accessor: &Accessor<T>,
-         (handle, statement, parameters): (Resource<ConnectionV3>, String, Vec<Value>)| {
-            Box::pin(async move {
-                let connection =
-                    accessor.with(|mut access| connection(access.get().table(), &handle))?;
-                // A statement that fails is an empty result whose future
-                // carries the error, as Spin reports it.
-                let (columns, rows, outcome) = match connection.execute(statement, parameters).await
-                {
-                    Ok(result) => (result.columns, result.rows, Ok(())),
-                    Err(error) => (Vec::new(), Vec::new(), Err(error)),
-                };
-                accessor.with(
-                    |mut access| -> wasmtime::Result<(Result<AsyncQuery, SqliteError>,)> {
-                        let rows = StreamReader::new(&mut access, rows)?;
-                        let outcome = FutureReader::new(&mut access, async move {
-                            Ok::<_, wasmtime::Error>(outcome)
-                        })?;
-                        Ok((Ok((columns, rows, outcome)),))
-                    },
-                )
-            })
-        },
-    )?;
-    instance.func_wrap_concurrent(
-        "[method]connection.changes-async",
-        |accessor: &Accessor<T>, (handle,): (Resource<ConnectionV3>,)| {
-            Box::pin(async move {
-                let connection =
-                    accessor.with(|mut access| connection(access.get().table(), &handle))?;
-                Ok((connection.changes().await?,))
-            })
-        },
-    )?;
-    instance.func_wrap_concurrent(
-        "[method]connection.last-insert-rowid-async",
-        |accessor: &Accessor<T>, (handle,): (Resource<ConnectionV3>,)| {
-            Box::pin(async move {
-                let connection =
-                    accessor.with(|mut access| connection(access.get().table(), &handle))?;
-                Ok((connection.last_insert_rowid().await?,))
-            })
-        },
-    )?;
-    Ok(())
-}
-
+#[cfg(test)]
+mod budget_tests;
 #[cfg(test)]
 mod tests;

@@ -37,6 +37,7 @@ pub fn with_http<R>(body: impl FnOnce(&mut WasiHttpCtxView<'_>) -> R) -> R {
 /// Store data for linking (never instantiated against a real request).
 pub struct LinkState {
     table: ResourceTable,
+    budget: std::sync::Arc<super::budget::InstanceBudget>,
     wasi: wasmtime_wasi::WasiCtx,
     http: WasiHttpCtx,
     context: ComponentContext,
@@ -48,6 +49,9 @@ impl HostState for LinkState {
     }
     fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
+    }
+    fn budget(&self) -> &std::sync::Arc<super::budget::InstanceBudget> {
+        &self.budget
     }
 }
 

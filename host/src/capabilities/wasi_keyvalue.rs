@@ -27,6 +27,7 @@
 //! [`key_value`]: super::key_value
 
 use super::HostState;
+use super::budget::InstanceBudget;
 use super::key_value::{KeyValueError, Store, too_large};
 use super::sqlite::MAX_RESULT_BYTES;
 use anyhow::Result;
@@ -126,27 +127,33 @@ pub async fn get_many(
     if keys.is_empty() {
         return Ok(Vec::new());
     }
-    let found: Vec<(String, Vec<u8>)> = store
+    let mut held = store.held(keys.iter().map(String::len).sum())?;
+    // Spin's count: the list, then each pair with its key and value; read
+    // pair by pair, and stopped at the one past the limit.
+    let (found, _held) = store
         .run(move |connection, label| {
             let keys = Rc::new(keys.into_iter().map(Value::from).collect::<Vec<_>>());
-            connection
-                .prepare_cached(
-                    "SELECT key, value FROM spin_key_value WHERE store=$1 AND key IN rarray($2)",
-                )?
-                .query_map(rusqlite::params![label, keys], |row| {
-                    Ok((row.get(0)?, row.get(1)?))
-                })?
-                .collect()
+            let mut statement = connection.prepare_cached(
+                "SELECT key, value FROM spin_key_value WHERE store=$1 AND key IN rarray($2)",
+            )?;
+            let mut rows = statement.query(rusqlite::params![label, keys])?;
+            let (mut found, mut bytes) = (Vec::new(), size_of::<Vec<String>>());
+            while let Some(row) = rows.next()? {
+                let (key, value): (String, Vec<u8>) = (row.get(0)?, row.get(1)?);
+                let size = size_of::<(String, Option<Vec<u8>>)>() + key.len() + value.len();
+                bytes += size;
+                if bytes > MAX_RESULT_BYTES {
+                    return Ok(Err(too_large()));
+                }
+                if let Err(error) = InstanceBudget::hold_more(&mut held, size) {
+                    return Ok(Err(KeyValueError::Other(error)));
+                }
+                found.push((key, Some(value)));
+            }
+            Ok(Ok((found, held)))
         })
-        .await?;
-    // Spin's count: the list, then each pair with its key and value.
-    let bytes = found.iter().fold(size_of::<Vec<String>>(), |sum, (k, v)| {
-        sum + size_of::<(String, Option<Vec<u8>>)>() + k.len() + v.len()
-    });
-    if bytes > MAX_RESULT_BYTES {
-        return Err(too_large().into());
-    }
-    Ok(found.into_iter().map(|(k, v)| (k, Some(v))).collect())
+        .await??;
+    Ok(found)
 }
 
 /// All or nothing, in one transaction (Spin's; the interface allows less).
@@ -154,6 +161,7 @@ pub async fn set_many(store: &Store, pairs: Vec<(String, Vec<u8>)>) -> Result<()
     if pairs.is_empty() {
         return Ok(());
     }
+    let _held = store.held(pairs.iter().map(|(k, v)| k.len() + v.len()).sum())?;
     Ok(store
         .run(move |connection, label| {
             let transaction = connection.unchecked_transaction()?;
@@ -315,7 +323,9 @@ pub fn link<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
     store.func_wrap(
         "open",
         |mut state: StoreContextMut<'_, T>, (label,): (String,)| {
-            Ok((match state.data().context().open_store(&label) {
+            let data = state.data();
+            let opened = data.context().open_store(&label, data.budget());
+            Ok((match opened {
                 Ok(opened) => Ok(state.data_mut().table().push(Bucket(opened))?),
                 Err(error) => Err(Error::from(error)),
             },))

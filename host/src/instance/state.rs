@@ -5,12 +5,14 @@
 //! functions.
 
 use super::engine::{InstanceShape, TABLE_ELEMENTS};
+use super::limiter::InstanceLimiter;
+use crate::capabilities::budget::{BudgetLimits, InstanceBudget};
 use crate::capabilities::{CommandLine, ComponentContext, HostState, outbound_http, sockets};
 use crate::logger::GuestOutput;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
-use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime::{Engine, Store, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
@@ -25,6 +27,15 @@ pub struct GuestLimits {
     pub max_http_fields_size: usize,
     /// Guest stdout and stderr kept per store; the rest is dropped after one marker line.
     pub max_log_bytes: usize,
+    /// Live component-model handles in the store (wasmtime's store-wide cap:
+    /// resources, and a WASIp3 guest's tasks, streams and futures, its own
+    /// too); past it the guest traps.
+    pub max_component_handles: usize,
+    /// What its capabilities may hold for it (`capabilities::budget`).
+    pub budget: BudgetLimits,
+    /// Bytes a WAGI program may write to stdout (its response); past it the
+    /// request fails (`500`).
+    pub max_wagi_output: usize,
 }
 
 /// What each store of one component is made from: its limits and its context.
@@ -38,7 +49,8 @@ pub struct StoreRecipe {
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub timeout: Duration,
-    /// This component's linear memory cap (`instance::limits`).
+    /// This component's linear memory cap, all the memories of an instance
+    /// together (`instance::limits`).
     pub max_memory_size: usize,
     /// What one instance may contain, the same for every component of the app.
     pub shape: InstanceShape,
@@ -63,6 +75,9 @@ impl Default for GuestLimits {
             max_resources: 256,
             max_http_fields_size: 64 * 1024,
             max_log_bytes: crate::logger::DEFAULT_GUEST_LOG_BYTES,
+            max_component_handles: 4_096,
+            budget: BudgetLimits::default(),
+            max_wagi_output: 64 << 20,
         }
     }
 }
@@ -86,7 +101,10 @@ pub struct RequestState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
     hooks: Hooks,
-    limits: StoreLimits,
+    limits: InstanceLimiter,
+    /// Made at its first use: most requests use no capability that counts.
+    budget: OnceLock<Arc<InstanceBudget>>,
+    budget_limits: BudgetLimits,
 }
 
 impl RequestState {
@@ -139,15 +157,21 @@ impl RequestState {
             hooks: Hooks {
                 context: recipe.context.clone(),
             },
-            // The pool enforces the same limits; the limiter also enforces them
-            // under on-demand allocation, where nothing else would.
-            limits: StoreLimitsBuilder::new()
-                .memory_size(limits.max_memory_size)
-                .memories(limits.shape.memories as usize)
-                .tables(limits.shape.tables as usize)
-                .table_elements(TABLE_ELEMENTS)
-                .instances(limits.shape.core_instances as usize)
-                .build(),
+            // The pool enforces the same limits per memory; the limiter also
+            // enforces them under on-demand allocation, where nothing else
+            // would, and holds all the instance's memories together to the cap.
+            limits: InstanceLimiter::new(
+                StoreLimitsBuilder::new()
+                    .memory_size(limits.max_memory_size)
+                    .memories(limits.shape.memories as usize)
+                    .tables(limits.shape.tables as usize)
+                    .table_elements(TABLE_ELEMENTS)
+                    .instances(limits.shape.core_instances as usize)
+                    .build(),
+                limits.max_memory_size,
+            ),
+            budget: OnceLock::new(),
+            budget_limits: guest.budget,
         })
     }
 }
@@ -184,7 +208,7 @@ fn deadline_store(
 ) -> Store<RequestState> {
     let limits = &recipe.limits;
     let mut store = Store::new(engine, state);
-    store.limiter(|state| &mut state.limits);
+    bound(&mut store, &limits.guest);
     let deadline = Instant::now() + limits.timeout;
     // Checked at every epoch tick while guest code runs: a busy guest yields to
     // the tokio scheduler each tick (so it cannot starve other requests on its
@@ -200,6 +224,17 @@ fn deadline_store(
     store
 }
 
+/// The limits every store gets from wasmtime itself: its limiter (memories,
+/// tables, counts), the live handles its guest may have, and the bytes one
+/// call may pass the host (wasmtime's "hostcall fuel", 128 MiB by default:
+/// here what the instance may have held for it in all, so that no single
+/// call's arguments are past it).
+fn bound(store: &mut Store<RequestState>, guest: &GuestLimits) {
+    store.limiter(|state| &mut state.limits);
+    store.set_max_component_handles(guest.max_component_handles);
+    store.set_hostcall_fuel(guest.budget.held_bytes);
+}
+
 /// A store for a reused (WASIp3) instance, serving many requests: the guest
 /// yields to the tokio scheduler at every epoch tick and is never interrupted
 /// by the store itself; per-request deadlines are enforced by `reuse`, which
@@ -209,7 +244,7 @@ pub fn new_reusable_store(
     recipe: &StoreRecipe,
 ) -> wasmtime::Result<Store<RequestState>> {
     let mut store = Store::new(engine, RequestState::new(recipe, None)?);
-    store.limiter(|state| &mut state.limits);
+    bound(&mut store, &recipe.limits.guest);
     store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
     store.set_epoch_deadline(1);
     Ok(store)
@@ -226,6 +261,11 @@ impl HostState for RequestState {
 
     fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
+    }
+
+    fn budget(&self) -> &Arc<InstanceBudget> {
+        self.budget
+            .get_or_init(|| InstanceBudget::new(self.budget_limits))
     }
 }
 

@@ -1,12 +1,13 @@
-//! A heap budget per SQLite connection, kept by SQLite's own pluggable
-//! allocator (`SQLITE_CONFIG_MALLOC`): SQLite's limits bound single values
-//! (`SQLITE_LIMIT_LENGTH`), but not what a statement holds in all (sorters,
-//! page cache, intermediate blobs), and its heap limits
-//! (`sqlite3_hard_heap_limit64`) are one for the whole process, which one
-//! component could exhaust for every other.
+//! A heap budget per instance, all its SQLite connections together, kept by
+//! SQLite's own pluggable allocator (`SQLITE_CONFIG_MALLOC`): SQLite's limits
+//! bound single values (`SQLITE_LIMIT_LENGTH`), but not what a statement
+//! holds in all (sorters, page cache, intermediate blobs), and its heap
+//! limits (`sqlite3_hard_heap_limit64`) are one for the whole process, which
+//! one component could exhaust for every other. (A budget per connection, as
+//! before, let a request holding 48 in-memory databases reach 8 GiB.)
 //!
 //! Each allocation carries a 16-byte header naming the [`Budget`] it was
-//! charged to (the connection whose work was running on this thread when it
+//! charged to (the instance whose work was running on this thread when it
 //! was made, see [`charged_to`]) and its size, so that a free on any thread
 //! gives the bytes back to the right budget. An allocation past its budget
 //! returns NULL, which SQLite reports as `SQLITE_NOMEM` for that statement
@@ -26,44 +27,31 @@
 use rusqlite::ffi;
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Bytes in front of each allocation: its budget and its size. Sixteen, so
 /// the pointer SQLite gets keeps `malloc`'s 16-byte alignment.
 const HEADER: usize = 16;
 
-/// The most one connection's SQLite heap may hold at once.
-#[derive(Debug)]
-pub struct Budget {
-    used: AtomicUsize,
-    limit: usize,
+/// The heap budget of one instance: all its connections' allocations, and
+/// what its key-value calls allocate on a shared connection.
+pub use crate::capabilities::quota::Quota as Budget;
+
+/// Bytes SQLite has allocated now, every connection together (SQLite's own
+/// count, kept since it is built with memory statistics on).
+pub fn allocated() -> usize {
+    // SAFETY: a plain read of SQLite's counters.
+    let used = unsafe { ffi::sqlite3_memory_used() };
+    usize::try_from(used).unwrap_or(0)
 }
 
-impl Budget {
-    pub fn new(limit: usize) -> Arc<Self> {
-        Arc::new(Self {
-            used: AtomicUsize::new(0),
-            limit,
-        })
-    }
-
-    /// Bytes charged to this budget now.
-    #[cfg(test)]
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
-    }
-
-    fn reserve(&self, bytes: usize) -> bool {
-        self.used
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-                used.checked_add(bytes).filter(|&total| total <= self.limit)
-            })
-            .is_ok()
-    }
-
-    fn release(&self, bytes: usize) {
-        self.used.fetch_sub(bytes, Ordering::Relaxed);
+/// Asks the C allocator to return its free pages to the kernel (glibc keeps
+/// freed small blocks in its arenas; SQLite's pages are such blocks).
+pub fn return_free_pages() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

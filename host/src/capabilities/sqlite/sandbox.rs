@@ -16,6 +16,12 @@
 //!   extension loading off.
 //! - **limits**: no value or statement longer than a query result may be
 //!   ([`MAX_RESULT_BYTES`]), and no helper threads.
+//! - **temporary storage in memory**: temporary tables and indices, `ATTACH
+//!   ''` databases and sorts that would spill are kept in SQLite's heap
+//!   (`temp_store = MEMORY`), which the instance's heap budget counts, and
+//!   setting `temp_store` is refused. On SQLite's default (files in `/tmp`,
+//!   deleted as soon as opened) they were neither counted nor bounded, and
+//!   `/tmp` is memory wherever it is a tmpfs.
 //!
 //! Spin 4.0.2 (`crates/sqlite-inproc`) refuses `ATTACH` of a literal file name
 //! only; everything else here is stricter than Spin (docs/security.md).
@@ -47,6 +53,9 @@ const REFUSED_PRAGMAS: &[&str] = &[
     "data_store_directory",
 ];
 
+/// Pragmas a component may read but not set: the connection's are chosen here.
+const FIXED_PRAGMAS: &[&str] = &["temp_store"];
+
 /// The SQLite limits every connection gets, beside SQLite's defaults.
 fn limits() -> [(Limit, i32); 3] {
     let result = i32::try_from(MAX_RESULT_BYTES).expect("the result limit fits SQLite's int");
@@ -72,6 +81,7 @@ pub fn confine(connection: &Connection, attach: Attach) -> rusqlite::Result<()> 
     for (limit, value) in limits() {
         connection.set_limit(limit, value)?;
     }
+    connection.pragma_update(None, "temp_store", "MEMORY")?;
     connection.authorizer(Some(move |context: AuthContext<'_>| {
         authorize(&context, attach)
     }))
@@ -90,9 +100,14 @@ fn authorize(context: &AuthContext<'_>, attach: Attach) -> Authorization {
         AuthAction::Function { function_name } => !REFUSED_FUNCTIONS
             .iter()
             .any(|refused| function_name.eq_ignore_ascii_case(refused)),
-        AuthAction::Pragma { pragma_name, .. } => !REFUSED_PRAGMAS
-            .iter()
-            .any(|refused| pragma_name.eq_ignore_ascii_case(refused)),
+        AuthAction::Pragma {
+            pragma_name,
+            pragma_value,
+        } => {
+            let named = |list: &[&str]| list.iter().any(|p| pragma_name.eq_ignore_ascii_case(p));
+            let sets_a_fixed_one = pragma_value.is_some() && named(FIXED_PRAGMAS);
+            !(named(REFUSED_PRAGMAS) || sets_a_fixed_one)
+        }
         _ => true,
     };
     if allowed {

@@ -36,7 +36,7 @@ fn context(granted: &[&str], config: RuntimeConfig) -> ComponentContext {
         sqlite_databases: granted.iter().map(ToString::to_string).collect(),
         ..Grants::default()
     };
-    context.services = Arc::new(AppServices::new(config).unwrap());
+    context.services = Arc::new(AppServices::new(config, 1).unwrap());
     context
 }
 
@@ -85,21 +85,21 @@ fn a_database_not_granted_is_denied_and_an_undefined_one_is_no_such_database() {
     let scratch = Scratch::new("deny");
     let context = context(&["default", "nowhere"], config(&scratch.0, None));
     assert!(matches!(
-        context.open_database("forbidden"),
+        context.open_database("forbidden", &budget()),
         Err(SqliteError::AccessDenied)
     ));
     assert!(matches!(
-        context.open_database("nowhere"),
+        context.open_database("nowhere", &budget()),
         Err(SqliteError::NoSuchDatabase)
     ));
-    assert!(context.open_database("default").is_ok());
+    assert!(context.open_database("default", &budget()).is_ok());
 }
 
 #[tokio::test]
 async fn statements_take_parameters_and_return_every_value_type() {
     let scratch = Scratch::new("values");
     let context = context(&["default"], config(&scratch.0, None));
-    let db = context.open_database("default").unwrap();
+    let db = context.open_database("default", &budget()).unwrap();
     db.execute(
         "CREATE TABLE t(i INTEGER, r REAL, s TEXT, b BLOB, n)".into(),
         vec![],
@@ -132,7 +132,7 @@ async fn statements_take_parameters_and_return_every_value_type() {
 async fn data_persists_in_the_file_across_connections_and_applications() {
     let scratch = Scratch::new("persist");
     let first = context(&["default"], config(&scratch.0, None));
-    let db = first.open_database("default").unwrap();
+    let db = first.open_database("default", &budget()).unwrap();
     db.execute("CREATE TABLE kv(k TEXT, v TEXT)".into(), vec![])
         .await
         .unwrap();
@@ -142,7 +142,7 @@ async fn data_persists_in_the_file_across_connections_and_applications() {
     assert!(scratch.0.join(".spin").join(DEFAULT_FILE).is_file());
     let second = context(&["default"], config(&scratch.0, None));
     let result = second
-        .open_database("default")
+        .open_database("default", &budget())
         .unwrap()
         .execute("SELECT v FROM kv".into(), vec![])
         .await
@@ -163,7 +163,7 @@ async fn attaching_a_file_is_refused_unless_the_runtime_config_allows_it() {
                        [sqlite_database.closed]\ntype = \"spin\"\n";
     let context = context(&["open", "closed"], config(&scratch.0, Some(config_text)));
     let attach = format!("ATTACH DATABASE '{other}' AS other");
-    let closed = context.open_database("closed").unwrap();
+    let closed = context.open_database("closed", &budget()).unwrap();
     assert!(matches!(
         closed.execute(attach.clone(), vec![]).await,
         Err(SqliteError::Io(m)) if m.contains("not authorized")
@@ -172,7 +172,7 @@ async fn attaching_a_file_is_refused_unless_the_runtime_config_allows_it() {
         .execute("ATTACH DATABASE ':memory:' AS scratch".into(), vec![])
         .await
         .unwrap();
-    let open = context.open_database("open").unwrap();
+    let open = context.open_database("open", &budget()).unwrap();
     open.execute(attach, vec![]).await.unwrap();
 }
 
@@ -191,7 +191,7 @@ const ATTACH_SPELLINGS: &[&str] = &[
 async fn no_spelling_of_attach_or_vacuum_into_reaches_a_file_not_granted() {
     let scratch = Scratch::new("attach-spellings");
     let context = context(&["default"], config(&scratch.0, None));
-    let db = context.open_database("default").unwrap();
+    let db = context.open_database("default", &budget()).unwrap();
     db.execute("CREATE TABLE t(x)".into(), vec![])
         .await
         .unwrap();
@@ -238,7 +238,7 @@ async fn allow_attach_file_grants_every_spelling() {
     let scratch = Scratch::new("attach-granted");
     let text_config = "[sqlite_database.open]\ntype = \"spin\"\nallow_attach_file = true\n";
     let context = context(&["open"], config(&scratch.0, Some(text_config)));
-    let db = context.open_database("open").unwrap();
+    let db = context.open_database("open", &budget()).unwrap();
     let target = scratch.0.join("granted.db").display().to_string();
     db.execute("ATTACH DATABASE ?1 || '' AS x".into(), vec![text(&target)])
         .await
@@ -250,7 +250,7 @@ async fn allow_attach_file_grants_every_spelling() {
 async fn extension_loading_the_fts3_tokenizer_and_process_wide_pragmas_are_refused() {
     let scratch = Scratch::new("refused-calls");
     let context = context(&["default"], config(&scratch.0, None));
-    let db = context.open_database("default").unwrap();
+    let db = context.open_database("default", &budget()).unwrap();
     for statement in [
         "SELECT load_extension('/lib/x86_64-linux-gnu/libc.so.6')",
         "SELECT fts3_tokenizer('simple')",
@@ -274,7 +274,7 @@ async fn extension_loading_the_fts3_tokenizer_and_process_wide_pragmas_are_refus
 async fn values_are_bounded_by_the_result_limit_before_they_are_built() {
     let scratch = Scratch::new("length");
     let context = context(&["default"], config(&scratch.0, None));
-    let db = context.open_database("default").unwrap();
+    let db = context.open_database("default", &budget()).unwrap();
     for statement in [
         "SELECT zeroblob(999000000)",
         "SELECT length(zeroblob(999000000))",
@@ -298,36 +298,10 @@ async fn values_are_bounded_by_the_result_limit_before_they_are_built() {
 }
 
 #[tokio::test]
-async fn a_connection_past_its_heap_budget_fails_that_statement_and_stays_usable() {
-    let connection = Arc::new(LazyConnection::with_budget(
-        Location::Memory,
-        Attach::MemoryOnly,
-        |_| Ok(()),
-        4 << 20,
-    ));
-    let grow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) \
-                SELECT length(group_concat(hex(randomblob(500)))) FROM n";
-    let outcome = connection
-        .run(move |c| c.query_row(grow, [], |row| row.get::<_, i64>(0)))
-        .await
-        .unwrap();
-    assert!(
-        matches!(&outcome, Err(e) if e.to_string().contains("out of memory")),
-        "{outcome:?}"
-    );
-    assert!(connection.heap_used() < 4 << 20);
-    let small = connection
-        .run(|c| c.query_row("SELECT 1 + 1", [], |row| row.get::<_, i64>(0)))
-        .await
-        .unwrap();
-    assert_eq!(small.unwrap(), 2);
-}
-
-#[tokio::test]
 async fn a_query_whose_caller_gives_up_is_interrupted() {
     let scratch = Scratch::new("interrupt");
     let context = context(&["default"], config(&scratch.0, None));
-    let db = context.open_database("default").unwrap();
+    let db = context.open_database("default", &budget()).unwrap();
     let runaway = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) \
                    SELECT count(*) FROM n";
     let given_up = tokio::time::timeout(
@@ -348,4 +322,11 @@ async fn a_query_whose_caller_gives_up_is_interrupted() {
     .await
     .expect("the runaway query still holds the connection");
     assert!(next.is_ok(), "{next:?}");
+}
+
+/// A fresh instance's budget at the default limits.
+fn budget() -> Arc<crate::capabilities::budget::InstanceBudget> {
+    crate::capabilities::budget::InstanceBudget::new(
+        crate::capabilities::budget::BudgetLimits::default(),
+    )
 }

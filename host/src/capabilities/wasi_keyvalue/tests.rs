@@ -19,7 +19,7 @@ fn context() -> ComponentContext {
         key_value_stores: vec!["default".into(), "other".into()],
         ..Grants::default()
     };
-    context.services = Arc::new(AppServices::new(config).unwrap());
+    context.services = Arc::new(AppServices::new(config, 1).unwrap());
     context
 }
 
@@ -58,9 +58,9 @@ fn the_three_interfaces_are_provided_at_spin_s_version_only() {
 #[test]
 fn open_answers_as_spin_and_errors_map_to_this_interface() {
     let context = context();
-    assert!(context.open_store("default").is_ok());
+    assert!(context.open_store("default", &budget()).is_ok());
     let denied = context
-        .open_store("forbidden")
+        .open_store("forbidden", &budget())
         .map(drop)
         .map_err(Error::from);
     assert_eq!(denied, Err(Error::AccessDenied));
@@ -73,7 +73,7 @@ fn open_answers_as_spin_and_errors_map_to_this_interface() {
 
 #[tokio::test]
 async fn list_keys_answers_all_keys_at_once_and_refuses_a_cursor() {
-    let store = context().open_store("default").unwrap();
+    let store = context().open_store("default", &budget()).unwrap();
     store.set("b".into(), b"2".to_vec()).await.unwrap();
     store.set("a".into(), b"1".to_vec()).await.unwrap();
     let mut response = list_keys(&store, None).await.unwrap();
@@ -94,8 +94,8 @@ async fn list_keys_answers_all_keys_at_once_and_refuses_a_cursor() {
 #[tokio::test]
 async fn batches_answer_only_existing_keys_and_stay_in_their_store() {
     let context = context();
-    let store = context.open_store("default").unwrap();
-    let other = context.open_store("other").unwrap();
+    let store = context.open_store("default", &budget()).unwrap();
+    let other = context.open_store("other", &budget()).unwrap();
     assert_eq!(get_many(&store, Vec::new()).await, Ok(Vec::new()));
     set_many(&store, pairs(&[("b", "2"), ("a", "1"), ("c", "3")]))
         .await
@@ -123,7 +123,7 @@ async fn batches_answer_only_existing_keys_and_stay_in_their_store() {
 
 #[tokio::test]
 async fn increment_counts_in_8_le_bytes_and_refuses_other_values_without_panicking() {
-    let store = context().open_store("default").unwrap();
+    let store = context().open_store("default", &budget()).unwrap();
     assert_eq!(increment(&store, "n".into(), 5).await, Ok(5));
     assert_eq!(increment(&store, "n".into(), -7).await, Ok(-2));
     assert_eq!(
@@ -147,7 +147,7 @@ async fn increment_counts_in_8_le_bytes_and_refuses_other_values_without_panicki
 
 #[tokio::test]
 async fn a_swap_succeeds_on_the_value_read_and_fails_with_a_fresh_cas_after_a_change() {
-    let store = context().open_store("default").unwrap();
+    let store = context().open_store("default", &budget()).unwrap();
     store.set("k".into(), b"one".to_vec()).await.unwrap();
     let mut cas = Cas::new(store.clone(), "k".into());
     assert_eq!(cas.current().await, Ok(Some(b"one".to_vec())));
@@ -171,7 +171,7 @@ async fn a_swap_succeeds_on_the_value_read_and_fails_with_a_fresh_cas_after_a_ch
 
 #[tokio::test]
 async fn without_a_value_read_a_swap_writes_as_spin_s_does() {
-    let store = context().open_store("default").unwrap();
+    let store = context().open_store("default", &budget()).unwrap();
     // `current` never called: an unconditional write.
     store.set("k".into(), b"v".to_vec()).await.unwrap();
     Cas::new(store.clone(), "k".into())
@@ -190,6 +190,7 @@ async fn without_a_value_read_a_swap_writes_as_spin_s_does() {
 struct TestState {
     context: ComponentContext,
     table: ResourceTable,
+    budget: Arc<crate::capabilities::budget::InstanceBudget>,
 }
 
 impl HostState for TestState {
@@ -198,6 +199,9 @@ impl HostState for TestState {
     }
     fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
+    }
+    fn budget(&self) -> &Arc<crate::capabilities::budget::InstanceBudget> {
+        &self.budget
     }
 }
 
@@ -237,4 +241,11 @@ fn a_component_importing_the_three_interfaces_links() {
     let mut linker = Linker::<TestState>::new(&engine);
     link(&mut linker).unwrap();
     linker.instantiate_pre(&component).unwrap();
+}
+
+/// A fresh instance's budget at the default limits.
+fn budget() -> Arc<crate::capabilities::budget::InstanceBudget> {
+    crate::capabilities::budget::InstanceBudget::new(
+        crate::capabilities::budget::BudgetLimits::default(),
+    )
 }
