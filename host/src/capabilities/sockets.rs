@@ -11,6 +11,9 @@
 //! an explicit bind to it is: binding without listening reaches nothing.
 
 use super::outbound_hosts::AllowedHosts;
+
+mod limit;
+pub use limit::{limit_p2, limit_p3};
 use std::net::SocketAddr;
 use wasmtime_wasi::sockets::SocketAddrUse;
 
