@@ -4,7 +4,7 @@
 //! variables (RFC 3875), and what the program writes to stdout becomes the
 //! response.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, Response, StatusCode};
 use percent_encoding::percent_decode_str;
 use std::collections::BTreeMap;
@@ -140,12 +140,17 @@ pub enum CgiError {
 /// up to the first blank line, then the body. `Status: <code> [text]` sets
 /// the status (an unparsable one is a 502), `Location` a redirect (302 unless
 /// a status is given), `Content-Type` the type; one of the three must be
-/// there, else it is Spin's 500. Other valid headers are passed on.
-pub fn response(stdout: &[u8]) -> Result<Response<Bytes>, CgiError> {
+/// there, else it is Spin's 500. Other valid headers are passed on. The body
+/// is the output's own bytes, not a copy of them.
+pub fn response(mut stdout: BytesMut) -> Result<Response<Bytes>, CgiError> {
     if stdout.is_empty() {
         return Err(CgiError::NoOutput);
     }
-    let (head, body) = split_head(stdout);
+    // No blank line: no headers at all (so no response, as in Spin).
+    let (head, body) = match head_end(&stdout) {
+        Some((head, body_start)) => (head, stdout.split_off(body_start).freeze()),
+        None => (Vec::new(), Bytes::new()),
+    };
     let head = String::from_utf8(head).map_err(|e| CgiError::InvalidHeader(e.to_string()))?;
     // One value per name, the last written winning, as in Spin's map.
     let fields: BTreeMap<String, String> = head
@@ -154,7 +159,7 @@ pub fn response(stdout: &[u8]) -> Result<Response<Bytes>, CgiError> {
         .filter_map(|line| line.split_once(':'))
         .map(|(name, value)| (name.trim().to_lowercase(), value.trim().to_string()))
         .collect();
-    let mut response = Response::new(Bytes::from(body));
+    let mut response = Response::new(body);
     let mut sufficient = false;
     if let Some(status) = fields.get("status") {
         sufficient = true;
@@ -196,8 +201,9 @@ pub fn response(stdout: &[u8]) -> Result<Response<Bytes>, CgiError> {
     Ok(response)
 }
 
-/// The header block (without its `\r`s) and the body after the first blank line.
-fn split_head(stdout: &[u8]) -> (Vec<u8>, Vec<u8>) {
+/// The header block (without its `\r`s) and where the body starts, after
+/// the first blank line; `None` without one.
+fn head_end(stdout: &[u8]) -> Option<(Vec<u8>, usize)> {
     let mut head = Vec::new();
     let mut last = 0u8;
     for (at, &byte) in stdout.iter().enumerate() {
@@ -205,13 +211,12 @@ fn split_head(stdout: &[u8]) -> (Vec<u8>, Vec<u8>) {
             continue;
         }
         if byte == b'\n' && last == b'\n' {
-            return (head, stdout[at + 1..].to_vec());
+            return Some((head, at + 1));
         }
         last = byte;
         head.push(byte);
     }
-    // No blank line: no headers at all (so no response, as in Spin).
-    (Vec::new(), head)
+    None
 }
 
 #[cfg(test)]

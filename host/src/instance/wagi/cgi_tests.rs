@@ -1,5 +1,10 @@
 use super::*;
 
+/// The response of output `stdout`.
+fn response(stdout: &[u8]) -> Result<Response<Bytes>, CgiError> {
+    super::response(BytesMut::from(stdout))
+}
+
 fn request(uri: &str, headers: &[(&str, &str)]) -> http::request::Parts {
     let mut builder = http::Request::post(uri);
     for (name, value) in headers {
