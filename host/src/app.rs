@@ -22,6 +22,7 @@ use super::front::well_known::WellKnown;
 use super::instance::compiled_cache::{self, Origin};
 use super::instance::engine::{Allocation, PoolSizing};
 use super::instance::invoke::{self, Failure, Holds};
+use super::instance::limits::MemoryFit;
 use super::instance::reuse::{Handler, ReuseLimits};
 use super::instance::slots::{Slot, Slots};
 use super::instance::state::{GuestLimits, RequestState};
@@ -64,6 +65,9 @@ pub struct HostOptions {
     /// A request body that keeps the guest waiting this long for its next
     /// bytes gets a `408` from the runner itself.
     pub body_read_timeout: Duration,
+    /// A request body still arriving this long after its request gets a
+    /// `408` from the runner itself, however steadily it trickles in.
+    pub body_total_timeout: Duration,
     /// Spin's `--runtime-config-file`: stores and databases other than the defaults.
     pub runtime_config_file: Option<PathBuf>,
     /// Spin's `--state-dir`: where the default store and database live.
@@ -76,6 +80,12 @@ pub struct HostOptions {
     /// (`SPIN_VARIABLE_<NAME>`): `None`, this process's; the containerd shim
     /// passes the container's, which is not its own.
     pub env: Option<BTreeMap<String, String>>,
+    /// Threads SQLite calls run on (`--sqlite-threads`).
+    pub sqlite_threads: usize,
+    /// The memory the host may use (the containerd shim: its container's
+    /// limit): the pool and the admission cap are sized from the app's caps so
+    /// that every slot at its cap fits (`instance::limits::fit`).
+    pub memory_fit: Option<MemoryFit>,
 }
 
 impl Default for HostOptions {
@@ -90,10 +100,13 @@ impl Default for HostOptions {
             max_request_body: body_limit::DEFAULT_MAX_REQUEST_BODY,
             reuse: ReuseLimits::default(),
             body_read_timeout: body_limit::DEFAULT_BODY_READ_TIMEOUT,
+            body_total_timeout: body_limit::DEFAULT_BODY_TOTAL_TIMEOUT,
             runtime_config_file: None,
             state_dir: StateDirArg::Default,
             pool_in_background: false,
             env: None,
+            sqlite_threads: crate::capabilities::sqlite::Executor::default_threads(),
+            memory_fit: None,
         }
     }
 }
@@ -175,6 +188,7 @@ impl Host {
             body_limits: BodyLimits {
                 max_size: options.max_request_body,
                 read_timeout: options.body_read_timeout,
+                total_timeout: options.body_total_timeout,
             },
             in_process_client: ClientAddr::new(IN_PROCESS_CLIENT),
             routes_listing,
@@ -261,6 +275,13 @@ impl Host {
                 format!(
                     "request body: no data received for {:?}; send the body without pauses",
                     self.body_limits.read_timeout
+                ),
+            ),
+            Some(BodyFault::Overdue) => glue::ApiError::new(
+                408,
+                format!(
+                    "request body: not complete within {:?} of the request; send it faster",
+                    self.body_limits.total_timeout
                 ),
             ),
         };

@@ -27,11 +27,15 @@ pub mod manifest;
 mod server;
 
 pub use app::{Host, HostOptions, precompile};
+pub use capabilities::budget::BudgetLimits;
 pub use capabilities::runtime_config::StateDirArg;
 pub use front::admission::AdmissionLimits;
-pub use front::body_limit::{DEFAULT_BODY_READ_TIMEOUT, DEFAULT_MAX_REQUEST_BODY};
+pub use front::body_limit::{
+    DEFAULT_BODY_READ_TIMEOUT, DEFAULT_BODY_TOTAL_TIMEOUT, DEFAULT_MAX_REQUEST_BODY,
+};
 pub use instance::compiled_cache::Origin;
 pub use instance::engine::{Allocation, PoolSizing};
+pub use instance::limits::MemoryFit;
 pub use instance::reuse::ReuseLimits;
 pub use instance::state::GuestLimits;
 pub use server::{

@@ -6,7 +6,12 @@
 //!   the guest, with `HTTP-request-body-size`;
 //! - a read timeout: a body that makes no progress for `--body-read-timeout`
 //!   while the guest waits for it ends, for the guest, with
-//!   `connection-read-timeout`.
+//!   `connection-read-timeout`;
+//! - a total deadline: a body still arriving `--body-total-timeout` after its
+//!   request did ends the same way, however steadily it trickles in (a byte
+//!   every few seconds never stalls; a WASIp3 guest that answers with the
+//!   request's own body as its response's, or a WAGI program's buffered
+//!   stdin, would otherwise hold an instance for as long as the client likes).
 //!
 //! Either way the runner answers (`413`, `408`) in place of whatever the guest
 //! made of the failed read, and the guest's instance is dropped with it.
@@ -25,12 +30,16 @@ use wasmtime_wasi_http::Error;
 pub const DEFAULT_MAX_REQUEST_BODY: u64 = 128 << 20;
 /// Default `--body-read-timeout`: as long as a client gets for its head.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `--body-total-timeout`: the request deadline's default, the
+/// longest a WASIp2 guest reading its body could use it anyway.
+pub const DEFAULT_BODY_TOTAL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The limits a [`GuardedBody`] enforces.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimits {
     pub max_size: u64,
     pub read_timeout: Duration,
+    pub total_timeout: Duration,
 }
 
 /// Why a [`GuardedBody`] ended early.
@@ -38,6 +47,8 @@ pub struct BodyLimits {
 pub enum BodyFault {
     TooLarge,
     Stalled,
+    /// Still arriving at the total deadline.
+    Overdue,
 }
 
 /// Which [`BodyFault`] a body hit, if any; kept by the host after the body
@@ -50,6 +61,7 @@ impl FaultCell {
         match self.0.load(Ordering::Relaxed) {
             1 => Some(BodyFault::TooLarge),
             2 => Some(BodyFault::Stalled),
+            3 => Some(BodyFault::Overdue),
             _ => None,
         }
     }
@@ -58,20 +70,26 @@ impl FaultCell {
         let code = match fault {
             BodyFault::TooLarge => 1,
             BodyFault::Stalled => 2,
+            BodyFault::Overdue => 3,
         };
         self.0.store(code, Ordering::Relaxed);
     }
 }
 
 /// A request body that errors once more than `max_size` bytes of data went
-/// through, or once it has kept a reader waiting for `read_timeout`.
+/// through, once it has kept a reader waiting for `read_timeout`, or once
+/// `total_timeout` has passed since it was made.
 pub struct GuardedBody<B> {
     inner: B,
     left: u64,
     limits: BodyLimits,
     fault: FaultCell,
-    /// Armed when a read finds no data, disarmed by the next data; created on
-    /// the first wait only, so a body that arrives with its head costs no timer.
+    /// When the whole body must have arrived.
+    due: Instant,
+    /// Armed when a read finds no data (for the read timeout or the total
+    /// deadline, whichever comes first), disarmed by the next data; created
+    /// on the first wait only, so a body that arrives with its head costs no
+    /// timer.
     stall: Option<Pin<Box<Sleep>>>,
     waiting: bool,
 }
@@ -81,6 +99,7 @@ impl<B> GuardedBody<B> {
         Self {
             inner,
             left: limits.max_size,
+            due: Instant::now() + limits.total_timeout,
             limits,
             fault,
             stall: None,
@@ -88,21 +107,28 @@ impl<B> GuardedBody<B> {
         }
     }
 
-    /// Called when the inner body has no data yet: `true` once the wait that
-    /// started with the first such call has lasted `read_timeout`.
-    fn stalled(&mut self, cx: &mut Context<'_>) -> bool {
-        let timeout = self.limits.read_timeout;
+    /// Called when the inner body has no data yet: the fault once the wait
+    /// that started with the first such call has lasted `read_timeout`, or
+    /// the total deadline has come.
+    fn stalled(&mut self, cx: &mut Context<'_>) -> Option<BodyFault> {
         if !self.waiting {
             self.waiting = true;
-            let deadline = Instant::now() + timeout;
+            let deadline = (Instant::now() + self.limits.read_timeout).min(self.due);
             match &mut self.stall {
                 Some(sleep) => sleep.as_mut().reset(deadline),
                 None => self.stall = Some(Box::pin(tokio::time::sleep_until(deadline))),
             }
         }
-        self.stall
+        let fired = self
+            .stall
             .as_mut()
-            .is_some_and(|sleep| sleep.as_mut().poll(cx).is_ready())
+            .is_some_and(|sleep| sleep.as_mut().poll(cx).is_ready());
+        fired.then(|| self.fault_now().unwrap_or(BodyFault::Stalled))
+    }
+
+    /// [`BodyFault::Overdue`] once the total deadline has passed.
+    fn fault_now(&self) -> Option<BodyFault> {
+        (Instant::now() >= self.due).then_some(BodyFault::Overdue)
     }
 }
 
@@ -122,6 +148,10 @@ where
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 this.waiting = false;
+                if let Some(fault) = this.fault_now() {
+                    this.fault.set(fault);
+                    return Poll::Ready(Some(Err(Error::ConnectionReadTimeout)));
+                }
                 if let Some(data) = frame.data_ref() {
                     let len = data.len() as u64;
                     if len > this.left {
@@ -137,11 +167,13 @@ where
             }
             Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
             Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending if this.stalled(cx) => {
-                this.fault.set(BodyFault::Stalled);
-                Poll::Ready(Some(Err(Error::ConnectionReadTimeout)))
-            }
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => match this.stalled(cx) {
+                Some(fault) => {
+                    this.fault.set(fault);
+                    Poll::Ready(Some(Err(Error::ConnectionReadTimeout)))
+                }
+                None => Poll::Pending,
+            },
         }
     }
 
@@ -163,6 +195,7 @@ mod tests {
         BodyLimits {
             max_size,
             read_timeout: Duration::from_secs(10),
+            total_timeout: Duration::from_secs(30),
         }
     }
 
@@ -212,6 +245,7 @@ mod tests {
         let limits = BodyLimits {
             max_size: 100,
             read_timeout: Duration::from_millis(200),
+            total_timeout: Duration::from_secs(30),
         };
         let mut body = GuardedBody::new(OneByteThenSilence(false), limits, fault.clone());
         let start = Instant::now();
@@ -228,5 +262,56 @@ mod tests {
             "{waited:?}"
         );
         assert_eq!(fault.get(), Some(BodyFault::Stalled));
+    }
+
+    /// A byte every `every`, forever: never stalled for long.
+    struct Trickle {
+        every: Duration,
+        next: Pin<Box<Sleep>>,
+    }
+
+    impl Body for Trickle {
+        type Data = Bytes;
+        type Error = Error;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+            if self.next.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            let next = Instant::now() + self.every;
+            self.next.as_mut().reset(next);
+            Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"x")))))
+        }
+    }
+
+    /// A body that keeps trickling in, each byte well within the read
+    /// timeout, ends at the total deadline (without it, it never ends).
+    #[tokio::test]
+    async fn a_body_that_trickles_in_ends_at_the_total_deadline() {
+        let fault = FaultCell::default();
+        let limits = BodyLimits {
+            max_size: 1 << 20,
+            read_timeout: Duration::from_millis(500),
+            total_timeout: Duration::from_secs(1),
+        };
+        let every = Duration::from_millis(100);
+        let trickle = Trickle {
+            every,
+            next: Box::pin(tokio::time::sleep(every)),
+        };
+        let start = Instant::now();
+        let outcome = GuardedBody::new(trickle, limits, fault.clone())
+            .collect()
+            .await;
+        assert!(matches!(outcome, Err(Error::ConnectionReadTimeout)));
+        assert_eq!(fault.get(), Some(BodyFault::Overdue));
+        let waited = start.elapsed();
+        assert!(
+            waited >= Duration::from_secs(1) && waited < Duration::from_secs(10),
+            "{waited:?}"
+        );
     }
 }
