@@ -7,6 +7,7 @@
 mod benchfile;
 mod compare;
 mod duration;
+mod limit_args;
 mod model;
 mod procfs;
 mod registry;
@@ -150,6 +151,8 @@ struct ServeArgs {
     /// Where the default key-value store and SQLite database live [default: .spin beside the manifest]; "" keeps them in memory (Spin's flag).
     #[arg(long)]
     state_dir: Option<String>,
+    #[command(flatten)]
+    limits: limit_args::LimitArgs,
 }
 
 impl ServeArgs {
@@ -158,7 +161,7 @@ impl ServeArgs {
         let cache_dir = match (&self.cache_dir, self.no_cache) {
             (_, true) => None,
             (Some(dir), false) => Some(dir.clone()),
-            (None, false) => defaults.cache_dir,
+            (None, false) => defaults.cache_dir.clone(),
         };
         if self.max_concurrent == 0 || self.max_concurrent >= self.max_instances as usize {
             anyhow::bail!(
@@ -178,12 +181,13 @@ impl ServeArgs {
                 "--max-instance-reuse-count and --max-instance-concurrent-reuse-count must be at least 1"
             );
         }
-        Ok(host::HostOptions {
+        let mut options = host::HostOptions {
             cache_dir,
             request_timeout: self.request_timeout.0,
             pool: host::PoolSizing {
                 max_instances: self.max_instances,
                 max_memory_size: self.max_instance_memory << 20,
+                ..defaults.pool
             },
             allocation: match self.allocation {
                 AllocationArg::Pooling => host::Allocation::Pooling,
@@ -193,6 +197,7 @@ impl ServeArgs {
                 max_resources: self.max_resources,
                 max_http_fields_size: self.max_http_fields_size,
                 max_log_bytes: self.max_guest_log,
+                ..defaults.guest
             },
             admission: host::AdmissionLimits {
                 max_concurrent: self.max_concurrent,
@@ -209,8 +214,10 @@ impl ServeArgs {
             runtime_config_file: self.runtime_config_file.clone(),
             state_dir: host::StateDirArg::from_flag(self.state_dir.as_deref()),
             pool_in_background: true,
-            env: None,
-        })
+            ..defaults
+        };
+        self.limits.apply(&mut options)?;
+        Ok(options)
     }
 
     fn serve_options(&self) -> Result<host::ServeOptions> {

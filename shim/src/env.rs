@@ -5,6 +5,7 @@
 //! environment is not the container's and is never read for these.
 
 use anyhow::{Context, Result, bail};
+use spinbench_host::HostOptions;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -19,6 +20,47 @@ const MAX_INSTANCE_MEMORY: &str = "SPIN_MAX_INSTANCE_MEMORY";
 const COMPONENTS_TO_RETAIN: &str = "SPIN_COMPONENTS_TO_RETAIN";
 /// Application variable `name` is `SPIN_VARIABLE_<NAME>`.
 const VARIABLE_PREFIX: &str = "SPIN_VARIABLE_";
+
+/// How one of spinbench's own limits is set from a number.
+type SetLimit = fn(&mut HostOptions, u64);
+
+/// spinbench's own limits, from the container's environment (SpinKube has
+/// none of them): each is the `spinbench serve` flag of the same name
+/// (docs/limits.md), memory in bytes as `SPIN_MAX_INSTANCE_MEMORY` is, time
+/// in seconds.
+const LIMITS: &[(&str, SetLimit)] = &[
+    ("SPINBENCH_MAX_INITIAL_MEMORY", |options, bytes| {
+        options.pool.max_initial_memory = size(bytes);
+    }),
+    ("SPINBENCH_MAX_SQLITE_MEMORY", |options, bytes| {
+        options.guest.budget.sqlite_memory = size(bytes);
+    }),
+    ("SPINBENCH_MAX_SQLITE_CONNECTIONS", |options, count| {
+        options.guest.budget.sqlite_connections = size(count);
+    }),
+    ("SPINBENCH_SQLITE_THREADS", |options, count| {
+        options.sqlite_threads = size(count);
+    }),
+    ("SPINBENCH_MAX_HELD_MEMORY", |options, bytes| {
+        options.guest.budget.held_bytes = size(bytes);
+    }),
+    ("SPINBENCH_MAX_COMPONENT_HANDLES", |options, count| {
+        options.guest.max_component_handles = size(count);
+    }),
+    ("SPINBENCH_MAX_INSTANCE_SOCKETS", |options, count| {
+        options.guest.budget.sockets = size(count);
+    }),
+    ("SPINBENCH_MAX_WAGI_OUTPUT", |options, bytes| {
+        options.guest.max_wagi_output = size(bytes);
+    }),
+    ("SPINBENCH_BODY_TOTAL_TIMEOUT", |options, seconds| {
+        options.body_total_timeout = std::time::Duration::from_secs(seconds);
+    }),
+];
+
+fn size(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
 
 /// The container's `NAME=value` pairs.
 #[derive(Debug, Clone, Default)]
@@ -62,6 +104,22 @@ impl ContainerEnv {
             Ok(bytes) if bytes > 0 => Ok(Some(bytes)),
             _ => bail!("{MAX_INSTANCE_MEMORY}={text:?} is not a number of bytes above 0"),
         }
+    }
+
+    /// Sets in `options` each of spinbench's own limits the container's
+    /// environment names; a value that is not a number above 0 is refused,
+    /// naming it.
+    pub fn apply_limits(&self, options: &mut HostOptions) -> Result<()> {
+        for (name, set) in LIMITS {
+            let Some(text) = self.get(name) else {
+                continue;
+            };
+            match text.parse::<u64>() {
+                Ok(value) if value > 0 => set(options, value),
+                _ => bail!("{name}={text:?} is not a number above 0"),
+            }
+        }
+        Ok(())
     }
 
     /// Refuses what is asked of the shim and not done: serving a subset of the
@@ -132,6 +190,31 @@ mod tests {
                 .max_instance_memory()
                 .unwrap_err();
             assert!(error.to_string().contains(bad), "{error}");
+        }
+    }
+
+    #[test]
+    fn spinbench_limits_are_read_and_bad_values_refused() {
+        let mut options = HostOptions::default();
+        env(&["SPINBENCH_MAX_INITIAL_MEMORY=134217728"])
+            .apply_limits(&mut options)
+            .unwrap();
+        assert_eq!(options.pool.max_initial_memory, 128 << 20);
+        env(&[
+            "SPINBENCH_SQLITE_THREADS=3",
+            "SPINBENCH_BODY_TOTAL_TIMEOUT=5",
+        ])
+        .apply_limits(&mut options)
+        .unwrap();
+        assert_eq!(options.sqlite_threads, 3);
+        assert_eq!(options.body_total_timeout.as_secs(), 5);
+        for (name, _) in LIMITS {
+            for bad in ["0", "-1", "1Mi"] {
+                let error = env(&[&format!("{name}={bad}")])
+                    .apply_limits(&mut HostOptions::default())
+                    .unwrap_err();
+                assert!(error.to_string().contains(name), "{error}");
+            }
         }
     }
 

@@ -61,16 +61,20 @@ fn compile_and_load(
     let manifest = Manifest::load(&run.paths.function_manifest(f)?)?;
     let dir = run.paths.work.join(format!("build-cache-{}", f.name));
     // A small pool: the pool's size does not change compilation, only start-up.
-    let options = |cache| HostOptions {
-        cache_dir: cache,
-        pool: PoolSizing {
-            max_instances: 8,
-            ..PoolSizing::default()
-        },
-        ..HostOptions::default()
+    let options = |cache| -> Result<HostOptions> {
+        let mut options = HostOptions {
+            cache_dir: cache,
+            pool: PoolSizing {
+                max_instances: 8,
+                ..PoolSizing::default()
+            },
+            ..HostOptions::default()
+        };
+        run.paths.limits.apply(&mut options)?;
+        Ok(options)
     };
     let elapsed = |cache, expect: Origin| -> Result<f64> {
-        let host = Host::new(&manifest, &options(cache))?;
+        let host = Host::new(&manifest, &options(cache)?)?;
         let load = &host.loads()[0];
         if load.origin != expect {
             bail!("expected {expect:?}, got {:?}", load.origin);

@@ -400,6 +400,7 @@ fn runner_serving(paths: &Paths, manifest: &Path, cache: &Cache) -> Result<Comma
         Cache::Off => cmd.arg("--no-cache"),
     };
     pass_runtime_config(&mut cmd, paths);
+    cmd.args(paths.limits.serve_flags());
     Ok(cmd)
 }
 

@@ -154,11 +154,12 @@ pub fn in_process_host(run: &Run, f: &Function, p3: bool) -> Result<Host> {
         run.paths.function_manifest(f)?
     };
     let manifest = Manifest::load(&manifest)?;
-    let options = HostOptions {
+    let mut options = HostOptions {
         cache_dir: Some(run.paths.cache_dir()),
         runtime_config_file: run.paths.runtime_config.clone(),
         ..HostOptions::default()
     };
+    run.paths.limits.apply(&mut options)?;
     Host::new(&manifest, &options).context("loading the component")
 }
 

@@ -78,6 +78,9 @@ pub struct CompareArgs {
     /// With -f an OCI reference: how its registry is reached.
     #[command(flatten)]
     pub registry: crate::registry::RegistryOptions,
+    /// The limits every runner host gets (`spinbench serve`'s flags).
+    #[command(flatten)]
+    pub limits: crate::limit_args::LimitArgs,
 }
 
 /// One component of the benchmark file, with where the manifests put it.
@@ -195,13 +198,15 @@ pub struct Paths {
     p3_manifest: Option<PathBuf>,
     /// Spin's runtime config file, for the hosts that read one.
     pub runtime_config: Option<PathBuf>,
+    /// The operator's limits, for every runner host (in process too).
+    pub limits: crate::limit_args::LimitArgs,
     /// One-component manifests written beside the app's, by flavour and
     /// component id: written once, read by every start. Removed at the end.
     written: Mutex<BTreeMap<(&'static str, String), PathBuf>>,
 }
 
 impl Paths {
-    pub fn new(file: &BenchFile) -> Result<Paths> {
+    pub fn new(file: &BenchFile, limits: &crate::limit_args::LimitArgs) -> Result<Paths> {
         let root = std::fs::canonicalize(&file.dir)
             .with_context(|| format!("directory {}", file.dir.display()))?;
         let work = std::env::temp_dir().join(format!("spinbench-compare-{}", std::process::id()));
@@ -219,6 +224,7 @@ impl Paths {
                         .with_context(|| format!("runtime_config {}", path.display()))
                 })
                 .transpose()?,
+            limits: limits.clone(),
             written: Mutex::default(),
         })
     }
@@ -465,7 +471,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     };
     let file = BenchFile::load(&from)?;
     let plan = Plan::from_args(args, functions(&file)?)?;
-    let paths = Paths::new(&file)?;
+    let paths = Paths::new(&file, &args.limits)?;
     let out_dir = args.results_dir.join(crate::report::timestamp());
     let report = Report::new(std::env::args().collect(), plan.info());
     let mut run = Run {

@@ -76,6 +76,7 @@ pub fn main(args: &LoadArgs) -> Result<()> {
         // The server is elsewhere: nothing to pin it away from.
         pin: crate::compare::pin::PinArg::Off,
         registry: crate::registry::RegistryOptions::default(),
+        limits: crate::limit_args::LimitArgs::default(),
     };
     let file = crate::benchfile::BenchFile::load(&args.from)?;
     let plan = Plan::from_args(&compare_args, crate::compare::functions(&file)?)?;
