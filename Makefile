@@ -69,6 +69,7 @@ endif
 	$(APP_BUILD) $(SPINBENCH) build -f tests/apps/mysql
 	$(SPINBENCH) build -f tests/apps/outbound
 	$(SPINBENCH) build -f tests/apps/hostile
+	$(SPINBENCH) build -f tests/apps/parker
 	$(SPINBENCH) build -f tests/apps/files
 	$(MAKE) $(PY_SDKS:%=tests/apps/python/%/app.wasm) tests/apps/js/dist/js-app.wasm
 

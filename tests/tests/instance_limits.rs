@@ -282,3 +282,109 @@ fn a_component_within_the_limits_runs() {
         assert_eq!(get(&server.url("/limits")).status, 504, "{allocation}");
     }
 }
+
+/// A component's declaration does not size the host: one declaring 2 GiB of
+/// initial memory (in one memory, or spread over two) is refused at load,
+/// naming `--max-initial-memory`, under both allocators; raised, it loads.
+/// (Before, it was given 2 GiB plus the cap per memory: six requests took the
+/// runner to 5.5 GiB.)
+#[test]
+fn a_declaration_past_the_initial_memory_ceiling_is_refused_at_load() {
+    let one = component_with_memory(32_768, "", "", "");
+    let spread = component_with_memory(16_384, "(memory 16384)", "", "");
+    for (what, wat) in [("one memory", &one), ("two memories", &spread)] {
+        let (_dir, manifest) = app(wat);
+        for allocation in ["pooling", "on-demand"] {
+            let (status, output) = serve_until_exit(&manifest, &["--allocation", allocation])
+                .unwrap_or_else(|| panic!("{what}: the runner started serving it"));
+            assert!(!status.success(), "{what}: {output}");
+            assert!(
+                output.contains("\"limits\" declares 2048.0 MiB of initial linear memory")
+                    && output.contains("--max-initial-memory 64 MiB"),
+                "{what} ({allocation}): {output}"
+            );
+        }
+        let server = Server::runner_with(
+            &manifest,
+            &["--max-initial-memory", "2048", "--request-timeout", "1"],
+        );
+        assert!(
+            server
+                .log()
+                .contains("\"limits\" at 2064.0 MiB (it starts at 2048.0 MiB"),
+            "{what}: {}",
+            server.log()
+        );
+    }
+}
+
+/// The cap holds all of an instance's memories together: two memories of a
+/// component under a 16 MiB cap grow to 12.6 MiB in all (a 504 from its
+/// loop), not to 18.9 MiB (a 500), though each alone stays under 16 MiB.
+#[test]
+fn an_instances_memories_together_stay_under_its_cap() {
+    let grow_both = |first: u32, second: u32| {
+        format!(
+            "{} {}",
+            trap_unless_grown(&format!("memory.grow 0 (i32.const {first})")),
+            trap_unless_grown(&format!("memory.grow 1 (i32.const {second})"))
+        )
+    };
+    let within = component("(memory 1)", &grow_both(100, 100), "");
+    let past = component("(memory 1)", &grow_both(200, 100), "");
+    let (_dir, manifest) = app_of(&[("within", &within), ("past", &past)]);
+    for allocation in ["pooling", "on-demand"] {
+        let server = Server::runner_with(
+            &manifest,
+            &["--allocation", allocation, "--request-timeout", "1"],
+        );
+        assert_eq!(get(&server.url("/within")).status, 504, "{allocation}");
+        assert_path_refused_with_500(&server, "/past", allocation);
+    }
+}
+
+/// A component that makes `count` handles of a resource of its own
+/// (`resource.new`, no host code in the loop), keeps them all, then loops.
+fn handle_maker(count: u32) -> String {
+    format!(
+        r#"(component
+  (import "wasi:http/types@0.2.0" (instance $types
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))))
+  (alias export $types "incoming-request" (type $request))
+  (alias export $types "response-outparam" (type $outparam))
+  (type $mine (resource (rep i32)))
+  (core func $new (canon resource.new $mine))
+  (core module $main
+    (import "" "new" (func $new (param i32) (result i32)))
+    (memory 1)
+    (func (export "handle") (param i32 i32) (local $i i32)
+      (loop $make
+        (drop (call $new (local.get $i)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br_if $make (i32.lt_u (local.get $i) (i32.const {count}))))
+      (loop $forever (br $forever))))
+  (core instance $main (instantiate $main
+    (with "" (instance (export "new" (func $new))))))
+  (func $handle (param "request" (own $request)) (param "response-out" (own $outparam))
+    (canon lift (core func $main "handle")))
+  (instance $handler (export "handle" (func $handle)))
+  (export "wasi:http/incoming-handler@0.2.0" (instance $handler)))"#
+    )
+}
+
+/// Handles a guest makes without host code in the loop are bounded by
+/// `--max-component-handles` (wasmtime's store-wide cap, 100,000 by
+/// default, 4,096 here): 5,000 of them trap (a 500 at once, not the loop's
+/// 504), and with the cap raised the same component runs on to its loop.
+#[test]
+fn handles_past_the_operators_cap_trap() {
+    let (_dir, manifest) = app(&handle_maker(5_000));
+    let server = Server::runner_with(&manifest, &["--request-timeout", "1"]);
+    assert_path_refused_with_500(&server, "/limits", "5,000 handles");
+    let server = Server::runner_with(
+        &manifest,
+        &["--request-timeout", "1", "--max-component-handles", "10000"],
+    );
+    assert_eq!(get(&server.url("/limits")).status, 504);
+}

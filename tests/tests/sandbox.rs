@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 const WASM: &str = "wasm32-wasip2/release/hostile_app.wasm";
 
 /// The host's peak RSS after every attack: the SQLite heap budget (256 MiB per
-/// connection), the instance's memory and the host's own, with room; the
-/// attacks drove it to ~2 GiB before SQLite was bounded.
+/// instance, all its connections together), the instance's memory and the
+/// host's own, with room; the attacks drove it to ~2 GiB before SQLite was
+/// bounded.
 const PEAK_RSS_KIB: u64 = 768 << 10;
 
 /// Where the component must not reach, each counting what arrived.

@@ -12,8 +12,12 @@ const APP: &str = "tests/apps/wagi";
 const WASM: &str = "target/wasm32-wasip1/release/wagi_app.wasm";
 
 fn serve() -> Server {
+    serve_with(&[])
+}
+
+fn serve_with(flags: &[&str]) -> Server {
     let app = e2e::built_app(APP, WASM);
-    let args = e2e::runner_args(&app.join("spin.toml"), &[]);
+    let args = e2e::runner_args(&app.join("spin.toml"), flags);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Server::start("wagi", &artifact("release/spinbench"), &args)
 }
@@ -87,4 +91,19 @@ fn a_program_that_writes_nothing_is_a_500_and_the_next_request_is_served() {
     let silent = get(&server.url("/cgi/silent"));
     assert_eq!(silent.status, 500, "{}", silent.text());
     assert_eq!(get(&server.url("/cgi/after")).status, 200);
+}
+
+/// What a program writes is held up to `--max-wagi-output`: past it the
+/// request is a `500` with a JSON error (not a truncated `200`), within it
+/// the whole output is the response; the host serves on.
+#[test]
+fn output_past_the_operator_s_cap_is_a_500() {
+    let server = serve_with(&["--max-wagi-output", "65536"]);
+    let url = server.url("/cgi/echo");
+    let (past, _) = exchange("POST", &url, &[], &vec![b'x'; 100 << 10]);
+    assert_eq!(past.status, 500, "{}", past.text());
+    assert_eq!(past.content_type, "application/json");
+    let (within, _) = exchange("POST", &url, &[], &vec![b'x'; 10 << 10]);
+    assert_eq!(within.status, 200, "{}", within.text());
+    assert!(within.text().contains(&"x".repeat(10 << 10)));
 }

@@ -22,6 +22,8 @@
 //!   MySQL addresses naming a forbidden port, a Unix socket `S` or several hosts;
 //! - `/key-value`, `/variables`, `/env`: stores, variables and environment not
 //!   granted; `/stdout?mib=N`: `N` MiB written to stdout and stderr;
+//! - `/hoard/...`: as much of the host's memory and descriptors as it lets
+//!   the component hold (`component/hoard.rs`);
 //! - `/ok`: answers `200` (the host still serves).
 
 // `#[http_component]` expands to the component's exported ABI (`export_name`, unsafe
@@ -29,6 +31,8 @@
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code)]
 mod component {
+    mod hoard;
+
     use serde_json::{Value as Json, json};
     use spin_sdk::http::{Method, Request, Response};
     use spin_sdk::http_component;
@@ -81,7 +85,10 @@ mod component {
             "/variables" => variables().answer(),
             "/env" => environment(),
             "/stdout" => flood(query.get("mib").parse().unwrap_or(0)),
-            _ => Response::new(404, "no such attack"),
+            path => match hoard::route(path, &query) {
+                Some(report) => report.answer(),
+                None => Response::new(404, "no such attack"),
+            },
         }
     }
 
