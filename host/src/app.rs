@@ -76,6 +76,9 @@ pub struct HostOptions {
     /// (`SPIN_VARIABLE_<NAME>`): `None`, this process's; the containerd shim
     /// passes the container's, which is not its own.
     pub env: Option<BTreeMap<String, String>>,
+    /// A directory `files` sources may also come from, besides the app's own
+    /// (`--files-root`: Spin's `../sibling` layout); `None`, only the app's.
+    pub files_root: Option<PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -94,6 +97,7 @@ impl Default for HostOptions {
             state_dir: StateDirArg::Default,
             pool_in_background: false,
             env: None,
+            files_root: None,
         }
     }
 }

@@ -150,6 +150,9 @@ struct ServeArgs {
     /// Where the default key-value store and SQLite database live [default: .spin beside the manifest]; "" keeps them in memory (Spin's flag).
     #[arg(long)]
     state_dir: Option<String>,
+    /// A directory `files` sources may also come from, besides the app's own: for Spin's `{ source = "../sibling" }` layout (without it, a source outside the app's directory is refused).
+    #[arg(long)]
+    files_root: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -210,6 +213,7 @@ impl ServeArgs {
             state_dir: host::StateDirArg::from_flag(self.state_dir.as_deref()),
             pool_in_background: true,
             env: None,
+            files_root: self.files_root.clone(),
         })
     }
 
