@@ -127,6 +127,10 @@ pub enum Entry<'a> {
         path: &'a str,
         target: &'a str,
     },
+    HardLink {
+        path: &'a str,
+        target: &'a str,
+    },
 }
 
 /// A gzipped tar of `entries`, written as Spin's archive layers are, except
@@ -149,8 +153,13 @@ pub fn tar_gz(entries: &[Entry<'_>]) -> Vec<u8> {
                 let zeros = std::io::Read::take(std::io::repeat(0), *size);
                 tar.append_data(&mut header, path, zeros).unwrap();
             }
-            Entry::Symlink { path, target } => {
-                header.set_entry_type(tar::EntryType::Symlink);
+            Entry::Symlink { path, target } | Entry::HardLink { path, target } => {
+                let kind = if matches!(entry, Entry::Symlink { .. }) {
+                    tar::EntryType::Symlink
+                } else {
+                    tar::EntryType::Link
+                };
+                header.set_entry_type(kind);
                 header.set_size(0);
                 tar.append_link(&mut header, path, target).unwrap();
             }

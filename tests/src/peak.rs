@@ -6,6 +6,7 @@
 use crate::on_path;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Runs the command through its Python wrapper, which writes the peak to a file.
 const WRAPPER: &str = "import resource, subprocess, sys\n\
@@ -26,7 +27,9 @@ impl Measured {
             eprintln!("skipped: peak memory needs python3");
             return None;
         };
-        let report = report_dir.join(format!("peak-{}", crate::Server::free_addr().port()));
+        static REPORTS: AtomicU32 = AtomicU32::new(0);
+        let n = REPORTS.fetch_add(1, Ordering::Relaxed);
+        let report = report_dir.join(format!("peak-{n}"));
         let mut command = Command::new(python);
         command.arg("-c").arg(WRAPPER).arg(&report).arg(program);
         Some(Measured { command, report })

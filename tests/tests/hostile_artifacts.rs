@@ -13,10 +13,14 @@ use e2e::fake_registry::{Body, FakeRegistry, Script};
 use e2e::peak::Measured;
 use e2e::registry::Registry;
 use e2e::{Scratch, artifact, run_command_to_exit, sha256_digest};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
+
+/// Numbers each pull's cache directory, so no two share one.
+static CACHES: AtomicU32 = AtomicU32::new(0);
 
 /// Peak RSS a pull may reach while refusing: far below what buffering the
 /// refused content would take (256 MiB and more in every case here).
@@ -71,7 +75,7 @@ fn refused(
     outside: &Path,
 ) {
     for way in ["pull", "serve"] {
-        let cache = scratch.path(&format!("cache-{}", e2e::Server::free_addr().port()));
+        let cache = scratch.path(&format!("cache-{}", CACHES.fetch_add(1, Ordering::Relaxed)));
         let cache_arg = cache.to_str().unwrap();
         let mut args = match way {
             "pull" => vec!["registry", "pull", reference],
@@ -207,28 +211,55 @@ fn an_archive_with_a_link_is_refused_and_nothing_goes_through_it() {
     let outside = outside(&scratch);
     let target = outside.display().to_string();
     let planted = b"planted through a link".repeat(10);
-    let archive = crafted::tar_gz(&[
-        Entry::Symlink {
-            path: "escape",
-            target: &target,
-        },
-        Entry::File {
-            path: "escape/planted.txt",
-            bytes: &planted,
-        },
-    ]);
+    let link = Entry::Symlink {
+        path: "escape",
+        target: &target,
+    };
+    let through = Entry::File {
+        path: "escape/planted.txt",
+        bytes: &planted,
+    };
+    let hard = Entry::HardLink {
+        path: "escape",
+        target: &target,
+    };
+    // A link and a file through it in one layer; a link planted by an
+    // earlier layer and the file through it in a later one; a hard link.
+    let cases = [
+        ("link", vec![crafted::tar_gz(&[link, through])]),
+        (
+            "link-layers",
+            vec![
+                crafted::tar_gz(&[Entry::Symlink {
+                    path: "escape",
+                    target: &target,
+                }]),
+                crafted::tar_gz(&[Entry::File {
+                    path: "escape/planted.txt",
+                    bytes: &planted,
+                }]),
+            ],
+        ),
+        ("hard-link", vec![crafted::tar_gz(&[hard])]),
+    ];
     let mut locked = base.locked.clone();
     locked["components"][0]["files"] =
         json!([crafted::file_by_digest("escape/planted.txt", &planted)]);
-    let reference = base.variant("link", &locked, &[(crafted::ARCHIVE, archive)]);
-    refused(
-        &scratch,
-        Some(registry),
-        &reference,
-        &[],
-        "\"escape\" in the archive is a link",
-        &outside,
-    );
+    for (tag, archives) in cases {
+        let layers: Vec<(&str, Vec<u8>)> = archives
+            .into_iter()
+            .map(|archive| (crafted::ARCHIVE, archive))
+            .collect();
+        let reference = base.variant(tag, &locked, &layers);
+        refused(
+            &scratch,
+            Some(registry),
+            &reference,
+            &[],
+            "\"escape\" in the archive is a link",
+            &outside,
+        );
+    }
 }
 
 #[test]
