@@ -23,11 +23,11 @@ pub struct Measured {
 
 impl Measured {
     pub fn new(program: &Path, report_dir: &Path) -> Option<Measured> {
+        static REPORTS: AtomicU32 = AtomicU32::new(0);
         let Some(python) = on_path("python3") else {
             eprintln!("skipped: peak memory needs python3");
             return None;
         };
-        static REPORTS: AtomicU32 = AtomicU32::new(0);
         let n = REPORTS.fetch_add(1, Ordering::Relaxed);
         let report = report_dir.join(format!("peak-{n}"));
         let mut command = Command::new(python);

@@ -97,7 +97,10 @@ fn refused(
             "{what}: expected {reason:?} in {}",
             outcome.output
         );
-        eprintln!("refused {what}: {}", lines[0]);
+        eprintln!(
+            "refused {what} (peak RSS {:?} KiB): {}",
+            outcome.peak_kib, lines[0]
+        );
         if let Some(peak) = outcome.peak_kib {
             assert!(peak < PEAK_KIB, "{what}: peak RSS {peak} KiB");
         }
@@ -310,6 +313,10 @@ fn an_archive_that_inflates_past_its_bounds_stops_at_them_streaming() {
         ],
     );
     assert!(outcome.ok, "{}", outcome.output);
+    eprintln!(
+        "pulled within the defaults (peak RSS {:?} KiB)",
+        outcome.peak_kib
+    );
     if let Some(peak) = outcome.peak_kib {
         assert!(
             peak < PEAK_KIB,

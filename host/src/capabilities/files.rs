@@ -309,7 +309,7 @@ impl Resolver<'_> {
             if !path.is_file() {
                 continue;
             }
-            let Some(from_app) = self.from_app(&path, prefix) else {
+            let Some(from_app) = self.path_from_app(&path, prefix) else {
                 bail!(outside(pattern));
             };
             if self.exclude.iter().any(|e| e.matches_path(&from_app)) {
@@ -343,7 +343,7 @@ impl Resolver<'_> {
     /// A file's path from the application's directory (what `exclude_files`
     /// matches): found under `prefix`, a placed directory inside the
     /// boundary, it is `../<sibling>/...` when the files root allowed that.
-    fn from_app(&self, path: &Path, prefix: &Path) -> Option<PathBuf> {
+    fn path_from_app(&self, path: &Path, prefix: &Path) -> Option<PathBuf> {
         if let Ok(inner) = path.strip_prefix(self.app_dir) {
             return Some(inner.to_path_buf());
         }
