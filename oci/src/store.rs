@@ -187,7 +187,7 @@ impl BlobWriter {
     pub fn keep_as(self, expected: Digest) -> Result<PathBuf> {
         let actual = self.hasher.clone().finish();
         if actual != expected {
-            bail!("content digest mismatch: expected {expected}, received {actual}");
+            bail!("the content does not match its digest ({expected}; it is {actual})");
         }
         self.persist(expected)
     }
