@@ -251,7 +251,7 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let digest = Digest::of(b"wasm");
         let error = store.write(digest, b"other").unwrap_err().to_string();
-        assert!(error.contains("digest mismatch"), "{error}");
+        assert!(error.contains("does not match its digest"), "{error}");
         assert!(!store.has(digest));
         store.write(digest, b"wasm").unwrap();
         assert_eq!(store.read(digest, 4).unwrap(), b"wasm");
