@@ -86,6 +86,9 @@ pub struct HostOptions {
     /// limit): the pool and the admission cap are sized from the app's caps so
     /// that every slot at its cap fits (`instance::limits::fit`).
     pub memory_fit: Option<MemoryFit>,
+    /// A directory `files` sources may also come from, besides the app's own
+    /// (`--files-root`: Spin's `../sibling` layout); `None`, only the app's.
+    pub files_root: Option<PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -107,6 +110,7 @@ impl Default for HostOptions {
             env: None,
             sqlite_threads: crate::capabilities::sqlite::Executor::default_threads(),
             memory_fit: None,
+            files_root: None,
         }
     }
 }

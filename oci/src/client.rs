@@ -1,10 +1,14 @@
 //! Talking to a registry, with the `oci-client` crate (the client Spin's
 //! `crates/oci` moved to): push an assembled artifact, pull one into the
-//! store, check credentials. Each failure a user can meet is one line
-//! saying what went wrong ([`describe`]).
+//! store, check credentials. A pull's manifest and blobs are read under the
+//! pull's bounds ([`crate::fetch`]), everything it writes charged to its
+//! [`Budget`]. Each failure a user can meet is one line saying what went
+//! wrong ([`Registry::describe`], [`Registry::describe_fetch`]).
 
 use crate::artifact::{self, Artifact, LayerKind};
 use crate::auth;
+use crate::boundary::{Budget, PullLimits};
+use crate::fetch::{Fetch, FetchError};
 use crate::store::Store;
 use anyhow::{Context, Result, anyhow, bail};
 use futures::{StreamExt as _, TryStreamExt as _};
@@ -32,6 +36,8 @@ pub struct Registry {
     /// Built on first use: a start from the cache by digest needs none (and
     /// building one loads the system's root certificates, tens of milliseconds).
     client: std::sync::OnceLock<oci_client::Client>,
+    /// The pull's requests, made once the credentials' token is known.
+    fetch: std::sync::OnceLock<Fetch>,
     insecure: bool,
     reference: Reference,
     auth: RegistryAuth,
@@ -79,6 +85,7 @@ impl Registry {
             .map_err(|e| anyhow!("{reference:?} is not an OCI reference: {e}"))?;
         Ok(Self {
             client: std::sync::OnceLock::new(),
+            fetch: std::sync::OnceLock::new(),
             insecure,
             reference,
             auth: RegistryAuth::Anonymous,
@@ -137,21 +144,64 @@ impl Registry {
         }))
     }
 
+    /// The pull's requests, with the `Authorization` the credentials give:
+    /// the token `oci-client` fetches where the registry hands out tokens,
+    /// else Basic with the user and password, else none.
+    async fn fetcher(&self) -> Result<&Fetch> {
+        if let Some(fetch) = self.fetch.get() {
+            return Ok(fetch);
+        }
+        let token = self
+            .client()
+            .auth(
+                &self.reference,
+                &self.auth,
+                oci_client::RegistryOperation::Pull,
+            )
+            .await
+            .map_err(|e| self.describe(&e, "pulling"))?;
+        let authorization = match (token, &self.auth) {
+            (Some(token), _) => Some(format!("Bearer {token}")),
+            (None, RegistryAuth::Basic(user, password)) => {
+                use base64::Engine as _;
+                let pair =
+                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+                Some(format!("Basic {pair}"))
+            }
+            (None, _) => None,
+        };
+        let fetch = Fetch::new(&self.reference, self.insecure, authorization, TIMEOUT)
+            .map_err(|e| self.describe_fetch(e, "pulling", Asked::Manifest))?;
+        let _ = self.fetch.set(fetch);
+        Ok(self.fetch.get().expect("just set"))
+    }
+
     /// The manifest the reference names and its digest: from `store` when
     /// the reference names a digest kept there, else from the registry (a
-    /// tag is always asked again, as Spin asks: it may have moved).
-    pub async fn manifest(&self, store: &Store) -> Result<(OciImageManifest, Digest)> {
+    /// tag is always asked again, as Spin asks: it may have moved), read up
+    /// to `--max-manifest-size`.
+    pub async fn manifest(
+        &self,
+        store: &Store,
+        limits: &PullLimits,
+    ) -> Result<(OciImageManifest, Digest)> {
         if let Some(pinned) = self.reference.digest().map(Digest::parse).transpose()?
             && store.has(pinned)
-            && let Ok(bytes) = store.read(pinned)
+            && let Ok(bytes) = store.read(pinned, limits.max_manifest)
         {
             return Ok((parse_manifest(&bytes)?, pinned));
         }
-        let (bytes, _) = self
-            .client()
-            .pull_manifest_raw(&self.reference, &self.auth, MANIFEST_TYPES)
+        let named = self
+            .reference
+            .digest()
+            .or(self.reference.tag())
+            .unwrap_or("latest");
+        let bytes = self
+            .fetcher()
+            .await?
+            .manifest(named, MANIFEST_TYPES, limits.max_manifest)
             .await
-            .map_err(|e| self.describe(&e, "pulling the manifest of"))?;
+            .map_err(|e| self.describe_fetch(e, "pulling the manifest of", Asked::Manifest))?;
         let digest = Digest::of(&bytes);
         if let Some(pinned) = self.reference.digest()
             && Digest::parse(pinned)? != digest
@@ -167,17 +217,19 @@ impl Registry {
 
     /// Fetches every blob of `manifest` the store lacks (the locked app
     /// first, so that a manifest that is not a Spin app fails before its
-    /// layers are fetched), checking each against its digest.
+    /// layers are fetched), checking each against its digest. Every size is
+    /// checked against the limits and charged to `budget` before any is
+    /// fetched.
     pub async fn fetch_blobs(
         &self,
         manifest: &OciImageManifest,
         store: &Store,
+        limits: &PullLimits,
+        budget: &Budget,
     ) -> Result<Downloaded> {
         let locked = artifact::locked_app_descriptor(manifest)
             .map_err(|e| anyhow!("{}: {e}", self.reference))?;
-        let mut downloaded = Downloaded::default();
-        self.fetch(locked, store, &mut downloaded).await?;
-        let mut pending: Vec<&OciDescriptor> = Vec::new();
+        let mut pending: Vec<&OciDescriptor> = vec![locked];
         for layer in &manifest.layers {
             if !store.has(Digest::parse(&layer.digest)?)
                 && !pending.iter().any(|p| p.digest == layer.digest)
@@ -185,10 +237,24 @@ impl Registry {
                 pending.push(layer);
             }
         }
-        let fetched: Vec<Downloaded> = futures::stream::iter(pending)
+        for layer in &pending {
+            let size = limits
+                .check_layer(&layer.digest, layer.size)
+                .map_err(|e| anyhow!("{}: {e}", self.reference))?;
+            budget
+                .charge(size)
+                .map_err(|e| anyhow!("{}: {e}", self.reference))?;
+        }
+        limits
+            .check_document("the locked app", u64::try_from(locked.size).unwrap_or(0))
+            .map_err(|e| anyhow!("{}: {e}", self.reference))?;
+        let mut downloaded = Downloaded::default();
+        self.fetch(locked, store, limits, budget, &mut downloaded)
+            .await?;
+        let fetched: Vec<Downloaded> = futures::stream::iter(&pending[1..])
             .map(|layer| async move {
                 let mut one = Downloaded::default();
-                self.fetch(layer, store, &mut one).await?;
+                self.fetch(layer, store, limits, budget, &mut one).await?;
                 anyhow::Ok(one)
             })
             .buffer_unordered(PARALLEL_PULLS)
@@ -201,10 +267,15 @@ impl Registry {
         Ok(downloaded)
     }
 
+    /// One layer: streamed into the store up to its descriptor's size,
+    /// hashed as it comes, kept once whole and matching; an archive layer
+    /// then inflated into the store from disk.
     async fn fetch(
         &self,
         layer: &OciDescriptor,
         store: &Store,
+        limits: &PullLimits,
+        budget: &Budget,
         downloaded: &mut Downloaded,
     ) -> Result<()> {
         let digest =
@@ -212,20 +283,24 @@ impl Registry {
         if store.has(digest) {
             return Ok(());
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(layer.size).unwrap_or(0).min(1 << 30));
-        self.client()
-            .pull_blob(&self.reference, layer, &mut bytes)
+        let size = limits.check_layer(&layer.digest, layer.size)?;
+        let doing = format!("pulling layer {digest} of");
+        let mut writer =
+            store.writer(size, format!("longer than its descriptor's {size} bytes"))?;
+        self.fetcher()
+            .await?
+            .blob(digest, size, &mut writer)
             .await
-            .map_err(|e| self.describe(&e, &format!("pulling layer {digest} of")))?;
-        store
-            .write(digest, &bytes)
-            .with_context(|| format!("{}: layer {digest}", self.reference))?;
+            .map_err(|e| self.describe_fetch(e, &doing, Asked::Blob))?;
+        let path = writer
+            .keep_as(digest)
+            .map_err(|e| anyhow!("{doing} {}: {e}", self.reference))?;
         if artifact::layer_kind(&layer.media_type) == LayerKind::Archive {
-            crate::archive::unpack_into(&bytes, store)
+            crate::archive::unpack_into(&path, store, limits, budget)
                 .with_context(|| format!("{}: unpacking layer {digest}", self.reference))?;
         }
         downloaded.blobs += 1;
-        downloaded.bytes += bytes.len() as u64;
+        downloaded.bytes += size;
         Ok(())
     }
 
@@ -257,13 +332,7 @@ impl Registry {
     fn describe(&self, error: &OciDistributionError, doing: &str) -> anyhow::Error {
         let registry = self.reference.resolve_registry();
         let reference = &self.reference;
-        let credentials = || match self.auth {
-            RegistryAuth::Anonymous => format!(
-                "no credentials for {registry} (looked for: {}); log in with `spinbench registry login {registry}` or `docker login {registry}`",
-                self.auth_source
-            ),
-            _ => format!("the credentials from {} were refused", self.auth_source),
-        };
+        let credentials = || self.credentials_hint();
         match error {
             OciDistributionError::UnauthorizedError { .. }
             | OciDistributionError::AuthenticationFailure(_) => {
@@ -303,23 +372,86 @@ impl Registry {
             OciDistributionError::DigestError(digest) => {
                 anyhow!("{doing} {reference}: the content does not match its digest ({digest})")
             }
-            OciDistributionError::RequestError(request) => {
-                let mut cause = format!("{request}");
-                let mut source = std::error::Error::source(request);
-                while let Some(inner) = source {
-                    cause = format!("{cause}: {inner}");
-                    source = inner.source();
-                }
-                let hint = if request.is_connect() || request.is_timeout() {
-                    "; is the registry running there (and, for plain HTTP, is --insecure given)?"
-                } else {
-                    ""
-                };
-                anyhow!("{doing} {reference}: cannot reach {registry}: {cause}{hint}")
-            }
+            OciDistributionError::RequestError(request) => self.unreachable(request, doing),
             _ => anyhow!("{doing} {reference}: {error}"),
         }
     }
+
+    /// One line for a pull's request that failed while `doing` something.
+    fn describe_fetch(&self, error: FetchError, doing: &str, asked: Asked) -> anyhow::Error {
+        let registry = self.reference.resolve_registry();
+        let reference = &self.reference;
+        match error {
+            FetchError::Transport(request) => self.unreachable(&request, doing),
+            FetchError::Refused(error) => anyhow!("{doing} {reference}: {error:#}"),
+            FetchError::Status {
+                status,
+                codes,
+                message,
+            } => {
+                let has = |code: &str| codes.iter().any(|c| c == code);
+                if status == 401 {
+                    let credentials = self.credentials_hint();
+                    anyhow!("{doing} {reference}: 401 Unauthorized: {credentials}")
+                } else if has("NAME_UNKNOWN")
+                    || has("MANIFEST_UNKNOWN")
+                    || (status == 404 && asked == Asked::Manifest)
+                {
+                    anyhow!(
+                        "{doing} {reference}: {registry} has no such repository or tag ({message})"
+                    )
+                } else if has("BLOB_UNKNOWN") || status == 404 {
+                    anyhow!(
+                        "{doing} {reference}: the registry lacks this layer, which the manifest names ({message})"
+                    )
+                } else if has("UNAUTHORIZED") || has("DENIED") || status == 403 {
+                    let credentials = self.credentials_hint();
+                    anyhow!("{doing} {reference}: access denied ({message}): {credentials}")
+                } else {
+                    anyhow!("{doing} {reference}: the registry answered {status} ({message})")
+                }
+            }
+        }
+    }
+
+    /// Where the credentials came from, and what to do about them.
+    fn credentials_hint(&self) -> String {
+        let registry = self.reference.resolve_registry();
+        match self.auth {
+            RegistryAuth::Anonymous => format!(
+                "no credentials for {registry} (looked for: {}); log in with `spinbench registry login {registry}` or `docker login {registry}`",
+                self.auth_source
+            ),
+            _ => format!("the credentials from {} were refused", self.auth_source),
+        }
+    }
+
+    /// One line for a registry that could not be reached, or stopped answering.
+    fn unreachable(&self, request: &reqwest::Error, doing: &str) -> anyhow::Error {
+        let registry = self.reference.resolve_registry();
+        let mut cause = format!("{request}");
+        let mut source = std::error::Error::source(request);
+        while let Some(inner) = source {
+            cause = format!("{cause}: {inner}");
+            source = inner.source();
+        }
+        let hint = if request.is_connect() || request.is_timeout() {
+            "; is the registry running there (and, for plain HTTP, is --insecure given)?"
+        } else {
+            ""
+        };
+        anyhow!(
+            "{doing} {}: cannot reach {registry}: {cause}{hint}",
+            self.reference
+        )
+    }
+}
+
+/// What a pull's request asked for, to word a `404` without an error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    Manifest,
+    Blob,
 }
 
 /// An image manifest (an image index, or anything else, is not a Spin app).

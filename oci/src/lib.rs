@@ -12,7 +12,8 @@
 //! - [`store`]: the content-addressed store pulls land in (every blob checked
 //!   against its digest, nothing visible until whole);
 //! - [`unlock`]: a locked app made an app directory the host serves (a
-//!   manifest, the wasm and files by digest);
+//!   manifest, the wasm and files by digest), every name checked and
+//!   everything written beneath the directory ([`boundary`]);
 //! - [`client`]: the registry, through the `oci-client` crate; [`auth`]:
 //!   credentials as Spin finds them; [`reference`]: references parsed.
 
@@ -22,7 +23,9 @@
 pub mod archive;
 pub mod artifact;
 pub mod auth;
+pub mod boundary;
 pub mod client;
+mod fetch;
 pub mod lock;
 pub mod locked;
 pub mod pull;
@@ -30,6 +33,7 @@ pub mod reference;
 pub mod store;
 pub mod unlock;
 
+pub use boundary::PullLimits;
 pub use client::Downloaded;
 pub use pull::{Pulled, pull, pull_into};
 
@@ -45,6 +49,8 @@ pub struct Options {
     pub store: PathBuf,
     /// Where `source = { url }` components are kept when pushing an app that has them.
     pub cache_dir: Option<PathBuf>,
+    /// What a pull may hold: sizes and a deadline.
+    pub limits: PullLimits,
 }
 
 impl Options {

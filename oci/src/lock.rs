@@ -252,9 +252,10 @@ fn component_files(manifest: &Manifest, component: &Component) -> Result<Vec<(St
     if component.files.is_empty() {
         return Ok(Vec::new());
     }
-    let app_dir = std::path::absolute(manifest.base_dir())?;
+    // The app's directory is the boundary, as for `serve` without `--files-root`.
+    let boundary = files::Boundary::new(manifest.base_dir(), None)?;
     let mut places = BTreeMap::new();
-    for entry in files::resolve(&app_dir, &component.files, &component.exclude_files)? {
+    for entry in files::resolve(&boundary, &component.files, &component.exclude_files)? {
         if let files::Entry::File {
             source,
             destination,

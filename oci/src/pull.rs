@@ -2,8 +2,11 @@
 //! only where the store lacks it, each checked against its digest), and the
 //! app made runnable from its locked app, kept under the manifest's digest.
 //! A second pull of the same artifact downloads no blob; a failed one leaves
-//! no app behind, only whole, checked blobs.
+//! no app behind, only whole, checked blobs. A pull is bounded by its
+//! [`PullLimits`]: the sizes of what it reads and writes, and its deadline.
 
+use crate::boundary::limits::timed_out;
+use crate::boundary::{Budget, PullLimits};
 use crate::client::{Downloaded, Registry, block_on};
 use crate::locked::LockedApp;
 use crate::store::Store;
@@ -34,33 +37,53 @@ impl Pulled {
 pub fn pull(reference: &str, options: &Options) -> Result<Pulled> {
     let store = Store::open(&options.store)?;
     let registry = Registry::new(reference, options.insecure)?;
+    let limits = options.limits;
+    let budget = Budget::for_pull(&limits);
     block_on(async {
-        let (manifest, digest) = registry.manifest(&store).await?;
-        let app_dir = store.app_dir(digest);
-        if app_dir.join(MANIFEST_FILE).is_file() {
-            if blobs_intact(&manifest, &store) {
-                return Ok(Pulled {
-                    app_dir,
-                    digest,
-                    downloaded: Downloaded::default(),
-                });
-            }
-            // A blob changed on disk (and was removed): make the app again.
-            std::fs::remove_dir_all(&app_dir)
-                .with_context(|| format!("removing {}", app_dir.display()))?;
+        tokio::time::timeout(
+            limits.timeout,
+            pull_with(&registry, &store, &limits, &budget),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("{}: {}", registry.reference(), timed_out(limits.timeout)))?
+    })
+}
+
+/// The pull itself, which [`pull`] bounds in time.
+async fn pull_with(
+    registry: &Registry,
+    store: &Store,
+    limits: &PullLimits,
+    budget: &Budget,
+) -> Result<Pulled> {
+    let (manifest, digest) = registry.manifest(store, limits).await?;
+    let app_dir = store.app_dir(digest);
+    if app_dir.join(MANIFEST_FILE).is_file() {
+        if blobs_intact(&manifest, store) {
+            return Ok(Pulled {
+                app_dir,
+                digest,
+                downloaded: Downloaded::default(),
+            });
         }
-        let downloaded = registry.fetch_blobs(&manifest, &store).await?;
-        let locked =
-            locked_app(&manifest, &store).with_context(|| format!("{}", registry.reference()))?;
-        let staged = store.staging_dir()?;
-        unlock::write_app(&locked, &store, staged.path())
-            .with_context(|| format!("{}", registry.reference()))?;
-        Store::publish(staged, &app_dir)?;
-        Ok(Pulled {
-            app_dir,
-            digest,
-            downloaded,
-        })
+        // A blob changed on disk (and was removed): make the app again.
+        std::fs::remove_dir_all(&app_dir)
+            .with_context(|| format!("removing {}", app_dir.display()))?;
+    }
+    let downloaded = registry
+        .fetch_blobs(&manifest, store, limits, budget)
+        .await?;
+    budget.check_time()?;
+    let locked = locked_app(&manifest, store, limits)
+        .with_context(|| format!("{}", registry.reference()))?;
+    let staged = store.staging_dir()?;
+    unlock::write_app(&locked, store, staged.path())
+        .with_context(|| format!("{}", registry.reference()))?;
+    Store::publish(staged, &app_dir)?;
+    Ok(Pulled {
+        app_dir,
+        digest,
+        downloaded,
     })
 }
 
@@ -72,8 +95,9 @@ pub fn pull_into(reference: &str, options: &Options, dir: &Path) -> Result<Pulle
     }
     let pulled = pull(reference, options)?;
     let store = Store::open(&options.store)?;
-    let manifest: OciImageManifest = serde_json::from_slice(&store.read(pulled.digest)?)?;
-    let locked = locked_app(&manifest, &store)?;
+    let manifest: OciImageManifest =
+        serde_json::from_slice(&store.read(pulled.digest, options.limits.max_manifest)?)?;
+    let locked = locked_app(&manifest, &store, &options.limits)?;
     let parent = std::path::absolute(dir)?
         .parent()
         .context("no parent directory")?
@@ -91,10 +115,17 @@ pub fn pull_into(reference: &str, options: &Options, dir: &Path) -> Result<Pulle
     })
 }
 
-/// The locked app a manifest carries, read from the store.
-fn locked_app(manifest: &OciImageManifest, store: &Store) -> Result<LockedApp> {
+/// The locked app a manifest carries, read from the store (parsed whole,
+/// so no larger than `--max-manifest-size`).
+fn locked_app(
+    manifest: &OciImageManifest,
+    store: &Store,
+    limits: &PullLimits,
+) -> Result<LockedApp> {
     let descriptor = artifact::locked_app_descriptor(manifest)?;
-    let bytes = store.read(Digest::parse(&descriptor.digest)?)?;
+    let bytes = store
+        .read(Digest::parse(&descriptor.digest)?, limits.max_manifest)
+        .context("the locked app")?;
     LockedApp::from_json(&bytes).context("not a Spin application: its locked app does not parse")
 }
 
@@ -105,6 +136,6 @@ fn blobs_intact(manifest: &OciImageManifest, store: &Store) -> bool {
         .chain(&manifest.layers)
         .filter(|d| d.media_type != oci_client::manifest::IMAGE_CONFIG_MEDIA_TYPE)
         .all(|descriptor| {
-            Digest::parse(&descriptor.digest).is_ok_and(|digest| store.read(digest).is_ok())
+            Digest::parse(&descriptor.digest).is_ok_and(|digest| store.verify(digest).is_ok())
         })
 }

@@ -1,22 +1,28 @@
 //! A locked app made an app directory that `spinbench serve`, `compare` and
 //! `spin up` all read: a Spin manifest (v2) written from the locked app, each
-//! component's wasm under `wasm/` and its files under `files/<id>/`, mounted
-//! at the guest's `/`, as Spin 4.0.2's OCI loader mounts them
-//! (spinframework/spin v4.0.2 `crates/oci/src/loader.rs`,
-//! `resolve_component_content_refs`). Content is taken from the blobs by
-//! digest, each checked, or from the locked app where it is inline.
+//! component's wasm under `wasm/<digest>.wasm` and its files under
+//! `files/<n>/` (`n` its place in the locked app), mounted at the guest's
+//! `/`, as Spin 4.0.2's OCI loader mounts them (spinframework/spin v4.0.2
+//! `crates/oci/src/loader.rs`, `resolve_component_content_refs`, which names
+//! that directory `assets/<component id>`: an id a registry wrote, made a
+//! path; here no id is). Content is taken from the blobs by digest, each
+//! checked, or from the locked app where it is inline.
 //!
-//! What a locked app can say that spinbench cannot serve is refused here, in
-//! one line: a component whose dependencies were pushed uncomposed, and
-//! `*.spin.internal` service chaining required. Everything else is left to
-//! the manifest's own checks, as for an app on disk.
+//! Before anything is written, every name is checked ([`boundary::names`]),
+//! and everything is written beneath the directory through
+//! [`boundary::AppDir`]. What a locked app can say that spinbench cannot
+//! serve is refused here, in one line: a component whose dependencies were
+//! pushed uncomposed, and `*.spin.internal` service chaining required.
+//! Everything else is left to the manifest's own checks, as for an app on disk.
 
+use crate::boundary::app_dir::{AppDir, Placed};
+use crate::boundary::{self, RelativePath};
 use crate::locked::{ContentRef, LockedApp, LockedComponent, SERVICE_CHAINING};
 use crate::store::Blobs;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Map, Value};
 use spinbench_host::manifest::Digest;
-use std::path::{Component, Path};
+use std::path::Path;
 use toml::Table;
 
 /// The manifest in an app directory.
@@ -28,7 +34,13 @@ const UNDERSTOOD: &[&str] = &["host_requirements", "component_host_requirements"
 
 /// Writes `app` into `dir` (which exists and is empty): `spin.toml`, `wasm/`, `files/`.
 pub fn write_app(app: &LockedApp, blobs: &dyn Blobs, dir: &Path) -> Result<()> {
+    boundary::names::check(app)?;
     check(app)?;
+    let out = Out {
+        dir: AppDir::open(dir)?,
+        blobs,
+        blobs_dir: blobs.dir()?,
+    };
     let mut manifest = Table::new();
     manifest.insert("spin_manifest_version".into(), 2.into());
     manifest.insert("application".into(), application(app)?.into());
@@ -50,8 +62,9 @@ pub fn write_app(app: &LockedApp, blobs: &dyn Blobs, dir: &Path) -> Result<()> {
     }
     manifest.insert("trigger".into(), triggers.into());
     let mut components = Table::new();
-    for component in &app.components {
-        let table = write_component(component, blobs, dir)
+    for (index, component) in app.components.iter().enumerate() {
+        let table = out
+            .component(index, component)
             .with_context(|| format!("component {:?}", component.id))?;
         components.insert(component.id.clone(), table.into());
     }
@@ -60,7 +73,13 @@ pub fn write_app(app: &LockedApp, blobs: &dyn Blobs, dir: &Path) -> Result<()> {
         "# Written by spinbench from the locked app of a registry artifact.\n{}",
         toml::to_string(&manifest)?
     );
-    std::fs::write(dir.join(MANIFEST_FILE), text)?;
+    if out
+        .dir
+        .write_new(&RelativePath::new(MANIFEST_FILE)?, text.as_bytes())?
+        != Placed::New
+    {
+        bail!("{MANIFEST_FILE} was already written");
+    }
     Ok(())
 }
 
@@ -139,94 +158,104 @@ fn variables(app: &LockedApp) -> Table {
     variables
 }
 
-/// `[component.<id>]`, its wasm and files written into `dir`.
-fn write_component(component: &LockedComponent, blobs: &dyn Blobs, dir: &Path) -> Result<Table> {
-    let mut table = Table::new();
-    let wasm = Path::new("wasm").join(content_name(&component.source.content, "wasm")?);
-    place(&component.source.content, blobs, &dir.join(&wasm))?;
-    table.insert("source".into(), wasm.to_string_lossy().into_owned().into());
-    if let Some(description) = component.metadata.get("description") {
-        table.insert("description".into(), toml_value(description)?);
-    }
-    for (key, metadata) in [
-        ("allowed_outbound_hosts", "allowed_outbound_hosts"),
-        ("key_value_stores", "key_value_stores"),
-        ("sqlite_databases", "databases"),
-        ("ai_models", "ai_models"),
-    ] {
-        let list = component.metadata_list(metadata);
-        if !list.is_empty() {
-            table.insert(key.into(), list.into());
-        }
-    }
-    if !component.env.is_empty() {
-        table.insert("environment".into(), toml_value(&component.env)?);
-    }
-    if !component.config.is_empty() {
-        table.insert("variables".into(), toml_value(&component.config)?);
-    }
-    if !component.files.is_empty() {
-        let root = Path::new("files").join(&component.id);
-        std::fs::create_dir_all(dir.join(&root))?;
-        for file in &component.files {
-            ensure!(
-                !file.path.is_empty()
-                    && Path::new(&file.path)
-                        .components()
-                        .all(|part| matches!(part, Component::Normal(_))),
-                "file {:?}: not a relative path inside the component's files",
-                file.path
-            );
-            place(&file.content, blobs, &dir.join(&root).join(&file.path))
-                .with_context(|| format!("file {:?}", file.path))?;
-        }
-        let mut mount = Table::new();
-        mount.insert("source".into(), root.to_string_lossy().into_owned().into());
-        mount.insert("destination".into(), "/".into());
-        table.insert("files".into(), vec![toml::Value::Table(mount)].into());
-    }
-    Ok(table)
+/// Where an app is being written, and the blobs it is written from.
+struct Out<'a> {
+    dir: AppDir,
+    blobs: &'a dyn Blobs,
+    blobs_dir: cap_std::fs::Dir,
 }
 
-/// A file name for content: its digest's hex, else a placeholder.
-fn content_name(content: &ContentRef, extension: &str) -> Result<String> {
-    Ok(match &content.digest {
-        Some(digest) => format!("{}.{extension}", Digest::parse(digest)?.hex()),
-        None => format!("inline.{extension}"),
-    })
+impl Out<'_> {
+    /// `[component.<id>]` of the `index`th component, its wasm and files written.
+    fn component(&self, index: usize, component: &LockedComponent) -> Result<Table> {
+        let mut table = Table::new();
+        let wasm = format!(
+            "wasm/{}.wasm",
+            content_digest(&component.source.content)?.hex()
+        );
+        self.place(
+            &component.source.content,
+            &RelativePath::new(&wasm)?,
+            Placed::Existing,
+        )?;
+        table.insert("source".into(), wasm.into());
+        if let Some(description) = component.metadata.get("description") {
+            table.insert("description".into(), toml_value(description)?);
+        }
+        for (key, metadata) in [
+            ("allowed_outbound_hosts", "allowed_outbound_hosts"),
+            ("key_value_stores", "key_value_stores"),
+            ("sqlite_databases", "databases"),
+            ("ai_models", "ai_models"),
+        ] {
+            let list = component.metadata_list(metadata);
+            if !list.is_empty() {
+                table.insert(key.into(), list.into());
+            }
+        }
+        if !component.env.is_empty() {
+            table.insert("environment".into(), toml_value(&component.env)?);
+        }
+        if !component.config.is_empty() {
+            table.insert("variables".into(), toml_value(&component.config)?);
+        }
+        if !component.files.is_empty() {
+            // By its place in the locked app, never by its id.
+            let root = format!("files/{index}");
+            self.dir.create_dirs(&RelativePath::new(&root)?)?;
+            for file in &component.files {
+                let place = format!(
+                    "{root}/{}",
+                    RelativePath::new(&file.path)?.as_path().display()
+                );
+                self.place(&file.content, &RelativePath::new(&place)?, Placed::New)
+                    .with_context(|| format!("file {:?}", file.path))?;
+            }
+            let mut mount = Table::new();
+            mount.insert("source".into(), root.into());
+            mount.insert("destination".into(), "/".into());
+            table.insert("files".into(), vec![toml::Value::Table(mount)].into());
+        }
+        Ok(table)
+    }
+
+    /// Writes content at `target`: inline bytes (checked against the digest
+    /// when one is given), else the blob of its digest, checked, hard-linked
+    /// where it can be, copied where not. Finding `target` already there is
+    /// what `existing` says it may be: `Existing` for wasm named by its
+    /// digest (two components share it), `New` for a file, which the locked
+    /// app lists once.
+    fn place(&self, content: &ContentRef, target: &RelativePath, existing: Placed) -> Result<()> {
+        let placed = if let Some(bytes) = &content.inline {
+            if let Some(digest) = content.digest.as_deref().map(Digest::parse).transpose()? {
+                let actual = Digest::of(bytes);
+                ensure!(
+                    actual == digest,
+                    "inline content is {actual}, not its digest {digest}"
+                );
+            }
+            self.dir.write_new(target, bytes)?
+        } else {
+            let Some(digest) = content.digest.as_deref() else {
+                bail!("content has neither a digest nor inline bytes");
+            };
+            let digest = Digest::parse(digest)?;
+            self.blobs.check(digest)?;
+            self.dir.place(&self.blobs_dir, &digest.hex(), target)?
+        };
+        if placed == Placed::Existing && existing == Placed::New {
+            bail!("{} is listed twice", target.as_path().display());
+        }
+        Ok(())
+    }
 }
 
-/// Writes content at `target`: inline bytes (checked against the digest
-/// when one is given), else the blob of its digest, hard-linked where it
-/// can be (the same file system), copied where not.
-fn place(content: &ContentRef, blobs: &dyn Blobs, target: &Path) -> Result<()> {
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let digest = content.digest.as_deref().map(Digest::parse).transpose()?;
-    if let Some(bytes) = &content.inline {
-        if let Some(digest) = digest {
-            let actual = Digest::of(bytes);
-            ensure!(
-                actual == digest,
-                "inline content is {actual}, not its digest {digest}"
-            );
-        }
-        std::fs::write(target, bytes)?;
-        return Ok(());
-    }
-    let Some(digest) = digest else {
-        bail!("content has neither a digest nor inline bytes");
-    };
-    let blob = blobs.checked_path(digest)?;
-    match std::fs::hard_link(&blob, target) {
-        Ok(()) => Ok(()),
-        // Named by its digest, placed already (two components share a wasm):
-        // never copied onto itself, which would empty the blob it links.
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(_) => std::fs::copy(&blob, target)
-            .map(drop)
-            .with_context(|| format!("copying {} to {}", blob.display(), target.display())),
+/// The digest content is named by: its own, or that of its inline bytes.
+fn content_digest(content: &ContentRef) -> Result<Digest> {
+    match (&content.digest, &content.inline) {
+        (Some(digest), _) => Digest::parse(digest),
+        (None, Some(bytes)) => Ok(Digest::of(bytes)),
+        (None, None) => bail!("content has neither a digest nor inline bytes"),
     }
 }
 

@@ -153,6 +153,9 @@ struct ServeArgs {
     state_dir: Option<String>,
     #[command(flatten)]
     limits: limit_args::LimitArgs,
+    /// A directory `files` sources may also come from, besides the app's own: for Spin's `{ source = "../sibling" }` layout (without it, a source outside the app's directory is refused).
+    #[arg(long)]
+    files_root: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -214,6 +217,7 @@ impl ServeArgs {
             runtime_config_file: self.runtime_config_file.clone(),
             state_dir: host::StateDirArg::from_flag(self.state_dir.as_deref()),
             pool_in_background: true,
+            files_root: self.files_root.clone(),
             ..defaults
         };
         self.limits.apply(&mut options)?;

@@ -6,7 +6,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use spinbench_host::instance::compiled_cache;
 use spinbench_host::manifest;
-use spinbench_oci::{Options, Pulled};
+use spinbench_oci::{Options, PullLimits, Pulled};
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
@@ -28,11 +28,40 @@ enum Command {
 
 /// Where a registry is reached and where pulled apps are kept; shared by
 /// `registry`, `serve` and `compare`.
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct RegistryOptions {
     /// Talk to the registry over plain HTTP, not HTTPS (Spin's flag): for a registry on loopback.
     #[arg(short = 'k', long)]
     pub insecure: bool,
+    /// A pull: bytes of the image manifest, and of the locked app (each read and parsed whole).
+    #[arg(long, env = "SPINBENCH_MAX_MANIFEST_SIZE", default_value_t = PullLimits::default().max_manifest)]
+    pub max_manifest_size: u64,
+    /// A pull: bytes of one layer as the registry sends it, and of one archive layer inflated.
+    #[arg(long, env = "SPINBENCH_MAX_LAYER_SIZE", default_value_t = PullLimits::default().max_layer)]
+    pub max_layer_size: u64,
+    /// A pull: bytes of one file inside an archive layer.
+    #[arg(long, env = "SPINBENCH_MAX_ARCHIVE_FILE_SIZE", default_value_t = PullLimits::default().max_archive_file)]
+    pub max_archive_file_size: u64,
+    /// A pull: bytes it writes in all (layers, and the files archive layers inflate to).
+    #[arg(long, env = "SPINBENCH_MAX_PULL_SIZE", default_value_t = PullLimits::default().max_pull)]
+    pub max_pull_size: u64,
+    /// A pull: seconds it may take, from its first request to its last byte.
+    #[arg(long, env = "SPINBENCH_PULL_TIMEOUT", default_value_t = PullLimits::default().timeout.as_secs())]
+    pub pull_timeout: u64,
+}
+
+impl Default for RegistryOptions {
+    fn default() -> Self {
+        let limits = PullLimits::default();
+        Self {
+            insecure: false,
+            max_manifest_size: limits.max_manifest,
+            max_layer_size: limits.max_layer,
+            max_archive_file_size: limits.max_archive_file,
+            max_pull_size: limits.max_pull,
+            pull_timeout: limits.timeout.as_secs(),
+        }
+    }
 }
 
 impl RegistryOptions {
@@ -48,7 +77,33 @@ impl RegistryOptions {
             insecure: self.insecure,
             store: Options::store_under(&cache_dir),
             cache_dir: Some(cache_dir),
+            limits: self.limits()?,
         })
+    }
+
+    /// What a pull may hold, each bound at least 1.
+    fn limits(&self) -> Result<PullLimits> {
+        let limits = PullLimits {
+            max_manifest: self.max_manifest_size,
+            max_layer: self.max_layer_size,
+            max_archive_file: self.max_archive_file_size,
+            max_pull: self.max_pull_size,
+            timeout: std::time::Duration::from_secs(self.pull_timeout),
+        };
+        if [
+            limits.max_manifest,
+            limits.max_layer,
+            limits.max_archive_file,
+            limits.max_pull,
+            self.pull_timeout,
+        ]
+        .contains(&0)
+        {
+            bail!(
+                "--max-manifest-size, --max-layer-size, --max-archive-file-size, --max-pull-size and --pull-timeout must each be at least 1"
+            );
+        }
+        Ok(limits)
     }
 }
 

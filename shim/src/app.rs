@@ -38,7 +38,8 @@ pub fn materialize(source: &Source<'_>) -> Result<App> {
             })
         }
         Source::Oci(layers) => {
-            let unpacked = artifact::unpack(layers, Path::new(ARTIFACT_ROOT))?;
+            let limits = spinbench_oci::PullLimits::from_env()?;
+            let unpacked = artifact::unpack(layers, Path::new(ARTIFACT_ROOT), &limits)?;
             Ok(App {
                 manifest: unpacked.manifest,
                 cache_dir: unpacked.cache_dir,

@@ -9,6 +9,16 @@
 //! The locked app's layer may come back from the precompile hook
 //! ([`crate::precompile`]) as a bundle with the app's compiled code; then that
 //! code goes to the compiled-code cache the host loads from.
+//!
+//! The same bounds as a pull's apply ([`PullLimits`], from the shim's
+//! environment: containerd's, which reaches its shims): each layer must be
+//! the size its descriptor gives and within `SPINBENCH_MAX_LAYER_SIZE`, the
+//! locked app within `SPINBENCH_MAX_MANIFEST_SIZE`, archive layers inflate
+//! under the archive bounds, all of it within `SPINBENCH_MAX_PULL_SIZE` and
+//! `SPINBENCH_PULL_TIMEOUT`. containerd-shim-wasm 1.0.1 has already read each
+//! layer whole into memory from containerd's content store by then
+//! (`containerd/client.rs`, `read_content`), as much as containerd pulled:
+//! that read is the library's, and is not bounded here.
 
 use crate::bundle;
 use anyhow::{Context, Result};
@@ -18,6 +28,7 @@ use spinbench_oci::artifact::{
     ARCHIVE_MEDIA_TYPE, DATA_MEDIA_TYPE, LOCKED_APP_MEDIA_TYPE, LayerKind, WASM_MEDIA_TYPE,
     WKG_WASM_MEDIA_TYPE, layer_kind,
 };
+use spinbench_oci::boundary::{Budget, PullLimits};
 use spinbench_oci::locked::LockedApp;
 use spinbench_oci::store::Store;
 use spinbench_oci::{archive, unlock};
@@ -43,25 +54,51 @@ pub struct Unpacked {
     pub cache_dir: Option<PathBuf>,
 }
 
+/// A layer as containerd's content store gave it is the size its descriptor
+/// gives (the locked app, also when it came back in a precompiled bundle),
+/// within the layer bound, and charged to the unpack's budget.
+fn check_size(
+    layer: &WasmLayer,
+    content: &[u8],
+    limits: &PullLimits,
+    budget: &Budget,
+) -> Result<()> {
+    let declared = layer.config.size();
+    let size = content.len() as u64;
+    if size != declared {
+        anyhow::bail!("it is {size} bytes, not the {declared} its descriptor gives");
+    }
+    limits.check_layer_bytes(layer.config.digest().as_ref(), size)?;
+    budget.charge(size)
+}
+
 pub fn is_locked_app(layer: &WasmLayer) -> bool {
     layer.config.media_type().to_string() == LOCKED_APP_MEDIA_TYPE
 }
 
-/// Makes the app of `layers` under `root`: `store/` (the layers by digest),
-/// `app/` (the app directory), `cache/` (compiled code, when it came along).
-pub fn unpack(layers: &[WasmLayer], root: &Path) -> Result<Unpacked> {
+/// Makes the app of `layers` under `root`, within `limits`: `store/` (the
+/// layers by digest), `app/` (the app directory), `cache/` (compiled code,
+/// when it came along).
+pub fn unpack(layers: &[WasmLayer], root: &Path, limits: &PullLimits) -> Result<Unpacked> {
     let store = Store::open(&root.join("store"))?;
+    let budget = Budget::for_pull(limits);
     let mut locked = None;
     let mut cache_dir = None;
     for layer in layers {
+        budget.check_time()?;
         let media_type = layer.config.media_type().to_string();
         let digest = Digest::parse(layer.config.digest().as_ref())?;
         let is_locked_app = media_type == LOCKED_APP_MEDIA_TYPE;
         let (content, compiled) = if is_locked_app {
-            bundle::split(&layer.layer)?
+            bundle::split(&layer.layer, limits)?
         } else {
             (Cow::Borrowed(layer.layer.as_slice()), Vec::new())
         };
+        check_size(layer, &content, limits, &budget)
+            .with_context(|| format!("layer {digest} ({media_type})"))?;
+        if is_locked_app {
+            limits.check_document("the locked app", content.len() as u64)?;
+        }
         if !compiled.is_empty() {
             let dir = root.join("cache");
             bundle::write_files(&compiled, &dir)?;
@@ -71,11 +108,11 @@ pub fn unpack(layers: &[WasmLayer], root: &Path) -> Result<Unpacked> {
             // The last one is the app, as Spin reads it.
             locked = Some(content.to_vec());
         }
-        store
+        let kept = store
             .write(digest, &content)
             .with_context(|| format!("layer {digest} ({media_type})"))?;
         if layer_kind(&media_type) == LayerKind::Archive {
-            archive::unpack_into(&content, &store)
+            archive::unpack_into(&kept, &store, limits, &budget)
                 .with_context(|| format!("unpacking archive layer {digest}"))?;
         }
     }

@@ -9,6 +9,7 @@
 //! (one WASIp3 component turns on the async ABI for all).
 
 use anyhow::{Context, Result, bail};
+use spinbench_oci::PullLimits;
 use std::borrow::Cow;
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::{Read, Write};
@@ -48,8 +49,9 @@ fn append(tar: &mut tar::Builder<Vec<u8>>, path: &str, bytes: &[u8]) -> Result<(
 }
 
 /// The locked app of a layer and the compiled code that came with it (none
-/// when the layer is the locked app itself).
-pub fn split(layer: &[u8]) -> Result<(Cow<'_, [u8]>, Vec<CacheFile>)> {
+/// when the layer is the locked app itself); the locked app no larger than
+/// `--max-manifest-size`, each code file than `--max-layer-size`.
+pub fn split<'a>(layer: &'a [u8], limits: &PullLimits) -> Result<(Cow<'a, [u8]>, Vec<CacheFile>)> {
     if layer.trim_ascii_start().starts_with(b"{") {
         return Ok((Cow::Borrowed(layer), Vec::new()));
     }
@@ -62,6 +64,11 @@ pub fn split(layer: &[u8]) -> Result<(Cow<'_, [u8]>, Vec<CacheFile>)> {
     {
         let mut entry = entry?;
         let path = entry.path()?.to_string_lossy().into_owned();
+        if path == LOCKED_APP {
+            limits.check_document("the locked app", entry.size())?;
+        } else {
+            limits.check_layer_bytes(&path, entry.size())?;
+        }
         let mut bytes = Vec::new();
         entry.read_to_end(&mut bytes)?;
         match path.strip_prefix(CACHE) {
@@ -109,7 +116,7 @@ mod tests {
         std::fs::write(cache.path().join("b.cwasm"), b"code b").unwrap();
         let json = br#"{"spin_lock_version":1}"#;
         let bundle = pack(json, cache.path()).unwrap();
-        let (locked, files) = split(&bundle).unwrap();
+        let (locked, files) = split(&bundle, &PullLimits::default()).unwrap();
         assert_eq!(&*locked, json);
         assert_eq!(
             files,
@@ -128,7 +135,7 @@ mod tests {
 
     #[test]
     fn a_plain_locked_app_has_no_code() {
-        let (locked, files) = split(b"  {\"x\": 1}").unwrap();
+        let (locked, files) = split(b"  {\"x\": 1}", &PullLimits::default()).unwrap();
         assert_eq!(&*locked, b"  {\"x\": 1}");
         assert!(files.is_empty());
     }
@@ -138,7 +145,7 @@ mod tests {
         let mut tar = tar::Builder::new(Vec::new());
         append(&mut tar, LOCKED_APP, b"{}").unwrap();
         append(&mut tar, "cache/nested/x.cwasm", b"no").unwrap();
-        let error = split(&tar.into_inner().unwrap()).unwrap_err();
+        let error = split(&tar.into_inner().unwrap(), &PullLimits::default()).unwrap_err();
         assert!(error.to_string().contains("unexpected"), "{error}");
     }
 }

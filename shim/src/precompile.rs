@@ -10,6 +10,12 @@
 //!
 //! Every other layer is handed back as it is: marked as done, none of them is
 //! compiled again, and the hook is not called again for the image.
+//!
+//! The hook runs as root, outside the container: the app is made with the
+//! bounds and the boundary a pull has (`artifact::unpack`, `PullLimits` from
+//! the shim's environment), in a directory of its own that is removed after.
+//! A refused artifact is refused here in one line in the shim's log, and
+//! again by the container's start, which then exits saying why.
 
 use crate::artifact::{self, is_locked_app};
 use crate::bundle;
@@ -17,6 +23,7 @@ use anyhow::Result;
 use containerd_shim_wasm::sandbox::context::WasmLayer;
 use containerd_shim_wasm::shim::{Compiler, Shim};
 use spinbench_host::manifest::Manifest;
+use spinbench_oci::PullLimits;
 use std::hash::Hash;
 
 pub struct AppCompiler;
@@ -41,9 +48,10 @@ fn compile(layers: &[WasmLayer]) -> Result<Vec<Option<Vec<u8>>>> {
         // Not a Spin artifact: the container's start says so.
         return Ok(vec![None; layers.len()]);
     };
-    if bundle::split(&locked.layer)?.1.is_empty() {
+    let limits = PullLimits::from_env()?;
+    if bundle::split(&locked.layer, &limits)?.1.is_empty() {
         let work = tempfile::tempdir()?;
-        let app = artifact::unpack(layers, work.path())?;
+        let app = artifact::unpack(layers, work.path(), &limits)?;
         let cache = work.path().join("cache");
         let compiled = spinbench_host::precompile(&Manifest::load(&app.manifest)?, &cache)?;
         log::info!("precompiled {} components", compiled.len());

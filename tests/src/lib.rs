@@ -17,9 +17,12 @@ use std::time::{Duration, Instant};
 
 pub mod brokers;
 pub mod contract;
+pub mod crafted;
 pub mod database;
+pub mod fake_registry;
 mod http;
 pub mod node;
+pub mod peak;
 pub mod process;
 pub mod registry;
 pub mod report;

@@ -116,6 +116,7 @@ impl Plan {
             sources.iter().map(|s| s.id.as_str()),
             &services,
             env,
+            options.files_root.as_deref(),
         )?;
         // The cap stays below the pool's slots, so overload is a 503 from the
         // queue, never a failed instantiation.

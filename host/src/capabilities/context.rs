@@ -9,6 +9,7 @@ use super::{files, key_value, llm, mysql, outbound_http, postgres, sqlite};
 use crate::manifest::{Manifest, variables};
 use anyhow::{Context, Result, anyhow};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 /// One component's view of the application, shared by all its stores.
@@ -84,12 +85,14 @@ impl Default for AppServices {
 
 impl ComponentContext {
     /// The context of each component `ids` names, application variables read
-    /// from `SPIN_VARIABLE_<NAME>` in `env` or their defaults.
+    /// from `SPIN_VARIABLE_<NAME>` in `env` or their defaults; `files` from
+    /// the app's directory, or from `files_root` if the operator names one.
     pub fn for_components<'a>(
         manifest: &Manifest,
         ids: impl IntoIterator<Item = &'a str>,
         services: &Arc<AppServices>,
         env: impl Fn(&str) -> Option<String>,
+        files_root: Option<&Path>,
     ) -> Result<BTreeMap<String, Arc<ComponentContext>>> {
         let application = variables::application_values(&manifest.variables, env)?;
         ids.into_iter()
@@ -123,6 +126,7 @@ impl ComponentContext {
                     manifest.base_dir(),
                     &component.files,
                     &component.exclude_files,
+                    files_root,
                 )
                 .map_err(|e| anyhow!("component {id:?}: `files`: {e:#}"))?;
                 let context = ComponentContext {

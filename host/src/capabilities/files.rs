@@ -22,10 +22,15 @@
 //! - `exclude_files` (globs against paths from the manifest's directory) drop
 //!   files found through a glob or a directory, not a file named alone.
 //! - a file outside the manifest's directory is refused with Spin's message.
-//!   Spin checks the joined path as written, so a `{ source = "../sibling" }`
-//!   directory is mounted, as here; a pattern through `..` (which Spin copies
-//!   outside the component's root, where the guest cannot see it) and a
-//!   destination through `..` are refused here instead.
+//!   Spin checks the joined path as written, so under `spin up` a
+//!   `{ source = "../sibling" }` directory is mounted, and so is
+//!   `{ source = "../../../etc" }`: any directory of the host. Here the app's
+//!   directory is the boundary: a source is resolved (its `..` taken away)
+//!   before it is checked, and one that leaves the app is refused, unless the
+//!   operator names a directory it may also come from (`--files-root`, for
+//!   Spin's `../sibling` layout; docs/security.md). A pattern through `..`
+//!   (which Spin copies outside the component's root, where the guest cannot
+//!   see it) and a destination through `..` are refused too.
 //!
 //! Links are followed only where they stay inside: each file is opened
 //! beneath its directory with `cap-std` (the rule wasmtime's preopens apply),
@@ -56,7 +61,8 @@ pub enum Entry {
     File {
         source: PathBuf,
         /// The directory `source` must stay inside, links followed: the
-        /// application's, or a placed directory's from outside it.
+        /// application's, or (with `--files-root`) a placed directory's from
+        /// outside it, itself opened beneath the files root.
         within: PathBuf,
         destination: PathBuf,
     },
@@ -70,27 +76,28 @@ pub struct Mount {
 
 impl Mount {
     /// The copy of what `files` names in `app_dir` (the manifest's
-    /// directory), or `None` for a component without `files`.
+    /// directory), or `None` for a component without `files`. A source
+    /// outside `app_dir` is refused unless it is inside `files_root`.
     pub fn for_component(
         app_dir: &Path,
         files: &[FilesMount],
         exclude_files: &[String],
+        files_root: Option<&Path>,
     ) -> Result<Option<Self>> {
         if files.is_empty() {
             return Ok(None);
         }
-        let app_dir = std::path::absolute(app_dir)
-            .with_context(|| format!("resolving {}", app_dir.display()))?;
-        let entries = resolve(&app_dir, files, exclude_files)?;
-        Self::copy(&entries).map(Some)
+        let boundary = Boundary::new(app_dir, files_root)?;
+        let entries = resolve(&boundary, files, exclude_files)?;
+        Self::copy(&entries, &boundary).map(Some)
     }
 
-    fn copy(entries: &[Entry]) -> Result<Self> {
+    fn copy(entries: &[Entry], boundary: &Boundary) -> Result<Self> {
         let root = tempfile::Builder::new()
             .prefix("spinbench-files-")
             .tempdir()
             .context("creating a directory for the component's files")?;
-        let mut sources = Sources::default();
+        let mut sources = Sources::new(boundary.roots());
         for entry in entries {
             match entry {
                 Entry::Dir(dir) => create_dir(&root.path().join(dir))?,
@@ -131,9 +138,46 @@ fn create_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
 }
 
-/// What to copy for `files` in `app_dir` (absolute), in manifest order.
+/// Where a component's `files` may come from: its app's directory and, if
+/// the operator names one, a files root; both absolute, without `..`.
+#[derive(Debug, Clone)]
+pub struct Boundary {
+    app_dir: PathBuf,
+    files_root: Option<PathBuf>,
+}
+
+impl Boundary {
+    pub fn new(app_dir: &Path, files_root: Option<&Path>) -> Result<Self> {
+        let absolute = |dir: &Path| {
+            std::path::absolute(dir)
+                .map(|dir| lexical(&dir))
+                .with_context(|| format!("resolving {}", dir.display()))
+        };
+        Ok(Self {
+            app_dir: absolute(app_dir)?,
+            files_root: files_root.map(absolute).transpose()?,
+        })
+    }
+
+    /// The directory `path` (absolute, without `..`) is inside, if any.
+    fn root_of(&self, path: &Path) -> Option<&Path> {
+        std::iter::once(&self.app_dir)
+            .chain(&self.files_root)
+            .find(|root| path.starts_with(root))
+            .map(PathBuf::as_path)
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        std::iter::once(&self.app_dir)
+            .chain(&self.files_root)
+            .cloned()
+            .collect()
+    }
+}
+
+/// What to copy for `files` within `boundary`, in manifest order.
 pub fn resolve(
-    app_dir: &Path,
+    boundary: &Boundary,
     files: &[FilesMount],
     exclude_files: &[String],
 ) -> Result<Vec<Entry>> {
@@ -145,7 +189,8 @@ pub fn resolve(
         })
         .collect::<Result<Vec<_>>>()?;
     let resolver = Resolver {
-        app_dir,
+        app_dir: &boundary.app_dir,
+        boundary,
         exclude: &exclude,
     };
     let mut entries = Vec::new();
@@ -163,6 +208,7 @@ pub fn resolve(
 
 struct Resolver<'a> {
     app_dir: &'a Path,
+    boundary: &'a Boundary,
     exclude: &'a [Pattern],
 }
 
@@ -199,7 +245,10 @@ impl Resolver<'_> {
 
     /// A `{ source, destination }` entry: a directory's files, or one file.
     fn placement(&self, source: &str, destination: &str, entries: &mut Vec<Entry>) -> Result<()> {
-        let path = self.app_dir.join(source);
+        let path = lexical(&self.app_dir.join(source));
+        if self.boundary.root_of(&path).is_none() {
+            bail!(outside(source));
+        }
         let metadata = std::fs::metadata(&path).map_err(|e| {
             if e.kind() == ErrorKind::NotFound {
                 anyhow!("File or directory {source:?} does not exist")
@@ -225,12 +274,16 @@ impl Resolver<'_> {
         named: &str,
         entries: &mut Vec<Entry>,
     ) -> Result<()> {
-        if path.strip_prefix(self.app_dir).is_err() || !in_root(destination) {
+        let path = lexical(path);
+        let Some(root) = self.boundary.root_of(&path) else {
+            bail!(outside(named));
+        };
+        if !in_root(destination) {
             bail!(outside(named));
         }
         entries.push(Entry::File {
-            source: path.to_path_buf(),
-            within: self.app_dir.to_path_buf(),
+            within: root.to_path_buf(),
+            source: path,
             destination: destination.to_path_buf(),
         });
         Ok(())
@@ -256,13 +309,13 @@ impl Resolver<'_> {
             if !path.is_file() {
                 continue;
             }
-            let Ok(from_app) = path.strip_prefix(self.app_dir) else {
+            let Some(from_app) = self.path_from_app(&path, prefix) else {
                 bail!(outside(pattern));
             };
-            if self.exclude.iter().any(|e| e.matches_path(from_app)) {
+            if self.exclude.iter().any(|e| e.matches_path(&from_app)) {
                 continue;
             }
-            let relative = path.strip_prefix(prefix).unwrap_or(from_app);
+            let relative = path.strip_prefix(prefix).unwrap_or(&from_app);
             let target = destination.join(relative);
             if !in_root(&target) {
                 bail!(outside(pattern));
@@ -286,13 +339,54 @@ impl Resolver<'_> {
             _ => prefix.to_path_buf(),
         }
     }
+
+    /// A file's path from the application's directory (what `exclude_files`
+    /// matches): found under `prefix`, a placed directory inside the
+    /// boundary, it is `../<sibling>/...` when the files root allowed that.
+    fn path_from_app(&self, path: &Path, prefix: &Path) -> Option<PathBuf> {
+        if let Ok(inner) = path.strip_prefix(self.app_dir) {
+            return Some(inner.to_path_buf());
+        }
+        let prefix = lexical(prefix);
+        self.boundary.root_of(&prefix)?;
+        let inner = path.strip_prefix(&prefix).ok()?;
+        let shared = self
+            .app_dir
+            .components()
+            .zip(prefix.components())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let up = self.app_dir.components().count() - shared;
+        let mut relative: PathBuf = std::iter::repeat_n(Component::ParentDir, up).collect();
+        relative.extend(prefix.components().skip(shared));
+        Some(relative.join(inner))
+    }
 }
 
-/// Spin's refusal of a file outside the application directory.
+/// Spin's refusal of a file outside the application directory, with the
+/// operator's way to allow a directory beside it.
 fn outside(named: &str) -> String {
     format!(
-        "{named} cannot be mapped because it is outside the application directory. Files must be within the application directory."
+        "{named} cannot be mapped because it is outside the application directory. Files must be within the application directory (an operator can allow one more directory with --files-root)."
     )
+}
+
+/// `path` (absolute) with `.` and `..` taken away by their names, as the
+/// manifest wrote them: what is checked against the boundary is then the
+/// path opened (beneath its root, with `cap-std`, so a link cannot lead
+/// out either).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Whether a path relative to the copy's root stays inside it.

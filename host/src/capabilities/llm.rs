@@ -67,13 +67,19 @@ fn runs_no_model(path: &Path) -> LlmError {
     ))
 }
 
+/// Whether `model` is granted, and a plain name that can only be looked up
+/// inside the registry (the manifest's check, again where it becomes a path).
+fn may_use(model: &str, granted: &[String]) -> bool {
+    granted.iter().any(|g| g == model) && crate::manifest::ids::model_name(model).is_ok()
+}
+
 /// How one function answers: from the model asked for, the models granted
 /// and the registry directory.
 type Answer = fn(&str, &[String], &Path) -> LlmError;
 
 /// `infer` with `model`, granted `granted`.
 fn infer(model: &str, granted: &[String], registry: &Path) -> LlmError {
-    if !granted.iter().any(|g| g == model) {
+    if !may_use(model, granted) {
         return access_denied(model);
     }
     // Spin's registry: `<registry>/<architecture>/<model>/`.
@@ -100,7 +106,7 @@ fn infer(model: &str, granted: &[String], registry: &Path) -> LlmError {
 
 /// `generate-embeddings` with `model`, granted `granted`.
 fn generate_embeddings(model: &str, granted: &[String], registry: &Path) -> LlmError {
-    if !granted.iter().any(|g| g == model) {
+    if !may_use(model, granted) {
         return access_denied(model);
     }
     if model != EMBEDDINGS_MODEL {

@@ -42,6 +42,32 @@ impl Digest {
     }
 }
 
+/// A digest computed while content streams through (a blob is checked as it
+/// is written, never buffered first to be hashed).
+#[derive(Default, Clone)]
+pub struct Hasher(Sha256);
+
+impl Hasher {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> Digest {
+        Digest(self.0.finalize().into())
+    }
+}
+
+impl std::io::Write for Hasher {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl std::fmt::Display for Digest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "sha256:{}", self.hex())
@@ -75,6 +101,14 @@ mod tests {
             let error = Digest::parse(text).unwrap_err().to_string();
             assert!(error.contains(why), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn a_streamed_digest_is_the_digest_of_the_whole() {
+        let mut hasher = Hasher::default();
+        hasher.update(b"a");
+        hasher.update(b"bc");
+        assert_eq!(hasher.finish(), Digest::of(b"abc"));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub mod component;
 pub mod digest;
 pub mod hosting;
+pub mod ids;
 pub mod one_component;
 pub mod trigger;
 pub mod variables;
@@ -15,6 +16,7 @@ pub use component::{Build, Component, Source};
 pub use digest::Digest;
 
 use anyhow::{Context, Result, bail};
+use ids::IdKind;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -105,6 +107,7 @@ impl Manifest {
             );
         }
         variables::validate(&self.variables)?;
+        self.validate_names()?;
         for trigger in &self.trigger.http {
             if let trigger::RouteConfig::Private(route) = &trigger.route
                 && !route.private
@@ -129,6 +132,34 @@ impl Manifest {
                 ),
                 _ => {}
             }
+        }
+        Ok(())
+    }
+
+    /// Every name the app gives a part, by Spin's rules ([`ids`]): component
+    /// ids, the ids triggers name, store and database labels, model names.
+    fn validate_names(&self) -> Result<()> {
+        for (id, component) in &self.component {
+            ids::check(IdKind::Component, id)?;
+            let in_component = |e: anyhow::Error| e.context(format!("in [component.{id}]"));
+            for label in component
+                .key_value_stores
+                .iter()
+                .chain(&component.sqlite_databases)
+            {
+                ids::check(IdKind::Label, label).map_err(in_component)?;
+            }
+            for model in &component.ai_models {
+                ids::model_name(model).map_err(in_component)?;
+            }
+        }
+        for id in self
+            .trigger
+            .http
+            .iter()
+            .filter_map(HttpTrigger::component_id)
+        {
+            ids::check(IdKind::Component, id).context("in a [[trigger.http]]")?;
         }
         Ok(())
     }

@@ -60,8 +60,9 @@ fn a_pushed_app_comes_back_as_the_same_app() {
         manifest.source_path(a),
         manifest.source_path(&manifest.component["b"])
     );
-    // Files at the places the guest saw them, the excluded one absent.
-    let files = app_dir.join("files/a");
+    // Files at the places the guest saw them (under the component's index,
+    // never its id), the excluded one absent.
+    let files = app_dir.join("files/0");
     assert_eq!(
         std::fs::read(files.join("www/small.txt")).unwrap(),
         b"small"
@@ -112,7 +113,7 @@ fn a_locked_app_as_spin_writes_it_is_served_from_the_blobs() {
         wasm
     );
     assert_eq!(
-        std::fs::read(app_dir.join("files/hello/greeting.txt")).unwrap(),
+        std::fs::read(app_dir.join("files/0/greeting.txt")).unwrap(),
         b"hi"
     );
 }
@@ -123,7 +124,7 @@ type Change = fn(&mut serde_json::Value);
 #[test]
 fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
     let wasm = module(3, 200);
-    let cases: [(&str, Change); 5] = [
+    let cases: [(&str, Change); 13] = [
         ("uncomposed", |app| {
             app["components"][0]["dependencies"] = serde_json::json!({ "a:b/c": { "source": {} } });
         }),
@@ -140,6 +141,41 @@ fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
         ("not its digest", |app| {
             app["components"][0]["files"][0]["digest"] = Digest::of(b"other").to_string().into();
         }),
+        ("component id \"../../escape\" is not valid", |app| {
+            app["components"][0]["id"] = "../../escape".into();
+        }),
+        ("component id \"/tmp/abs\" is not valid", |app| {
+            app["components"][0]["id"] = "/tmp/abs".into();
+        }),
+        (
+            "names component \"other\", which the app does not have",
+            |app| {
+                app["triggers"][0]["trigger_config"]["component"] = "other".into();
+            },
+        ),
+        (
+            "trigger \"hello-http-trigger\": component id \"../x\"",
+            |app| {
+                app["triggers"][0]["trigger_config"]["component"] = "../x".into();
+            },
+        ),
+        ("appears twice", |app| {
+            let copy = app["components"][0].clone();
+            app["components"].as_array_mut().unwrap().push(copy);
+        }),
+        ("store label \"../kv\"", |app| {
+            app["components"][0]["metadata"]["key_value_stores"] = serde_json::json!(["../kv"]);
+        }),
+        ("ai model \"../../models\"", |app| {
+            app["components"][0]["metadata"]["ai_models"] = serde_json::json!(["../../models"]);
+        }),
+        ("listed twice", |app| {
+            let copy = app["components"][0]["files"][0].clone();
+            app["components"][0]["files"]
+                .as_array_mut()
+                .unwrap()
+                .push(copy);
+        }),
     ];
     for (expected, change) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -155,4 +191,55 @@ fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
         assert!(error.contains(expected), "{expected}: {error}");
         assert!(!error.contains('\n'), "{error}");
     }
+}
+
+#[test]
+fn no_name_from_the_locked_app_becomes_a_path() {
+    // Ids and file paths as Spin allows them, some of which would be
+    // surprising as file names: the app directory holds only the manifest,
+    // wasm by digest and files by index.
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = module(3, 200);
+    let store = store_with(dir.path(), &[&wasm]);
+    let mut json = spin_written(&wasm);
+    json["components"][0]["id"] = "SPIN-TOML".into();
+    json["triggers"][0]["trigger_config"]["component"] = "SPIN-TOML".into();
+    json["components"][0]["files"][0]["path"] = "wasm/deep/x.txt".into();
+    let app_dir = dir.path().join("app");
+    std::fs::create_dir(&app_dir).unwrap();
+    write_app(&locked(&json), &store, &app_dir).unwrap();
+    let mut names: Vec<String> = walk(&app_dir);
+    names.sort();
+    let wasm_name = format!("wasm/{}.wasm", Digest::of(&wasm).hex());
+    assert_eq!(
+        names,
+        [
+            "files",
+            "files/0",
+            "files/0/wasm",
+            "files/0/wasm/deep",
+            "files/0/wasm/deep/x.txt",
+            "spin.toml",
+            "wasm",
+            wasm_name.as_str(),
+        ]
+    );
+    let manifest = Manifest::load(&app_dir.join(MANIFEST_FILE)).unwrap();
+    assert!(manifest.component.contains_key("SPIN-TOML"));
+}
+
+/// Every path under `dir`, relative to it.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            if path.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    out
 }

@@ -4,7 +4,9 @@
 //! rule wasmtime's preopens apply to guests), so no spelling of a link
 //! reaches a file outside. A hard link has no direction to check: a file with
 //! more names than the directory holds is also a file outside it, and is
-//! refused too.
+//! refused too. A directory a file must stay inside is itself opened
+//! beneath its root (the app's directory, or the operator's files root), so
+//! no link on the way to it leads out either.
 
 use anyhow::{Context, Result, bail};
 use cap_std::ambient_authority;
@@ -14,8 +16,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The directories opened so far, and the hard-linked files met in them.
-#[derive(Default)]
 pub struct Sources {
+    /// The directories everything is opened beneath (from the operator).
+    roots: Vec<PathBuf>,
     dirs: HashMap<PathBuf, Dir>,
     /// By directory: each multiply-linked file's (device, inode), its link
     /// count and the name it was met under.
@@ -26,15 +29,43 @@ pub struct Sources {
 type Inode = (u64, u64);
 
 impl Sources {
+    pub fn new(roots: Vec<PathBuf>) -> Self {
+        Self {
+            roots,
+            dirs: HashMap::new(),
+            linked: BTreeMap::new(),
+        }
+    }
+
+    /// `within`, opened beneath the root it is in.
+    fn open_within(&self, within: &Path) -> Result<Dir> {
+        let (root, inner) = self
+            .roots
+            .iter()
+            .filter_map(|root| Some((root, within.strip_prefix(root).ok()?)))
+            .max_by_key(|(root, _)| root.as_os_str().len())
+            .with_context(|| format!("{} is outside the application", within.display()))?;
+        let root_dir = Dir::open_ambient_dir(root, ambient_authority())
+            .with_context(|| format!("opening {}", root.display()))?;
+        if inner.as_os_str().is_empty() {
+            return Ok(root_dir);
+        }
+        root_dir.open_dir(inner).map_err(|_| {
+            anyhow::anyhow!(
+                "{} cannot be opened beneath {}: a link on the way leads out of it",
+                within.display(),
+                root.display()
+            )
+        })
+    }
+
     /// `source`, opened beneath `within`, if it is a regular file there.
     pub fn open(&mut self, source: &Path, within: &Path) -> Result<std::fs::File> {
-        let dir = match self.dirs.entry(within.to_path_buf()) {
-            std::collections::hash_map::Entry::Occupied(dir) => dir.into_mut(),
-            std::collections::hash_map::Entry::Vacant(slot) => slot.insert(
-                Dir::open_ambient_dir(within, ambient_authority())
-                    .with_context(|| format!("opening {}", within.display()))?,
-            ),
-        };
+        if !self.dirs.contains_key(within) {
+            let dir = self.open_within(within)?;
+            self.dirs.insert(within.to_path_buf(), dir);
+        }
+        let dir = &self.dirs[within];
         let relative = source
             .strip_prefix(within)
             .with_context(|| format!("{} is outside {}", source.display(), within.display()))?;

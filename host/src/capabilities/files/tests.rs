@@ -46,7 +46,7 @@ fn placement(source: &str, destination: &str) -> FilesMount {
 impl App {
     fn resolve(&self, files: &[FilesMount], exclude: &[&str]) -> Result<Vec<Entry>> {
         let exclude: Vec<String> = exclude.iter().map(ToString::to_string).collect();
-        resolve(&self.dir, files, &exclude)
+        resolve(&Boundary::new(&self.dir, None)?, files, &exclude)
     }
 
     /// The files placed: (source from the app directory, destination).
@@ -244,24 +244,83 @@ fn what_spin_refuses_is_refused_in_one_line_with_its_words() {
 }
 
 #[test]
-fn a_source_directory_beside_the_app_is_placed_as_spin_places_it() {
+fn a_source_that_climbs_out_of_the_app_is_refused_wherever_it_leads() {
     // Spin checks the joined path as written (`app/../sibling/s.txt` starts
-    // with `app`), so this is mounted under `spin up`, and here.
+    // with `app`), so `spin up` mounts all of these; the app's directory is
+    // the boundary here.
     let app = app();
-    let placed = app.placed(&[placement("../sibling", "/sibling")], &[]);
-    assert_eq!(placed, set(&[("../sibling/s.txt", "sibling/s.txt")]));
+    let sibling = app.dir.parent().unwrap().join("sibling");
+    let climbs = "../".repeat(app.dir.components().count());
+    for source in [
+        "../sibling".to_string(),
+        "static/../../sibling".to_string(),
+        format!("{climbs}etc"),
+        format!("{climbs}etc/hostname"),
+        "/etc".to_string(),
+        sibling.display().to_string(),
+    ] {
+        let error = app.error(&[placement(&source, "/x")], &[]);
+        assert!(
+            error.contains("outside the application directory") && error.contains("--files-root"),
+            "{source}: {error}"
+        );
+    }
+    // `..` that stays inside is only a spelling.
+    assert_eq!(
+        app.placed(&[placement("static/../static/sub", "/s")], &[]),
+        set(&[("static/sub/c.txt", "s/c.txt")])
+    );
+}
+
+#[test]
+fn a_files_root_allows_spins_sibling_layout_and_nothing_beyond_it() {
+    use std::os::unix::fs::symlink;
+    let app = app();
+    let root = app.dir.parent().unwrap().to_path_buf();
+    let boundary = Boundary::new(&app.dir, Some(&root)).unwrap();
+    let files = [placement("../sibling", "/sibling")];
+    let entries = resolve(&boundary, &files, &[]).unwrap();
+    assert!(entries.iter().any(|entry| matches!(
+        entry,
+        Entry::File { source, destination, .. }
+            if *source == root.join("sibling/s.txt") && destination == Path::new("sibling/s.txt")
+    )));
+    let mount = Mount::for_component(&app.dir, &files, &[], Some(&root))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        fs::read_to_string(mount.root().join("sibling/s.txt")).unwrap(),
+        "sibling"
+    );
+    // Above the root: refused as before.
+    let error = resolve(&boundary, &[placement("../..", "/up")], &[]).unwrap_err();
+    assert!(
+        format!("{error}").contains("outside the application directory"),
+        "{error}"
+    );
+    // A link in the sibling that leads above the root: refused at the copy.
+    symlink("/etc/hostname", root.join("sibling/host")).unwrap();
+    let error = Mount::for_component(&app.dir, &files, &[], Some(&root)).unwrap_err();
+    assert!(format!("{error:#}").contains("leads outside"), "{error:#}");
+    // The sibling itself a link out of the root: refused as well.
+    let outer = tempfile::tempdir().unwrap();
+    fs::write(outer.path().join("o.txt"), "outer").unwrap();
+    symlink(outer.path(), root.join("elsewhere")).unwrap();
+    let files = [placement("../elsewhere", "/e")];
+    let error = Mount::for_component(&app.dir, &files, &[], Some(&root)).unwrap_err();
+    assert!(format!("{error:#}").contains("lead"), "{error:#}");
 }
 
 #[test]
 fn the_copy_holds_each_file_at_its_destination() {
     let app = app();
     assert!(
-        Mount::for_component(&app.dir, &[], &["x".into()])
+        Mount::for_component(&app.dir, &[], &["x".into()], None)
             .unwrap()
             .is_none()
     );
     let files = [pattern("single.txt"), placement("static", "/assets")];
-    let mount = Mount::for_component(&app.dir, &files, &["static/secret/*".into()])
+    let mount = Mount::for_component(&app.dir, &files, &["static/secret/*".into()], None)
         .unwrap()
         .unwrap();
     let read = |path: &str| fs::read_to_string(mount.root().join(path)).unwrap();
@@ -277,7 +336,7 @@ fn the_copy_holds_each_file_at_its_destination() {
 #[test]
 fn each_store_opens_the_copy_and_fails_if_it_is_gone() {
     let app = app();
-    let mount = Mount::for_component(&app.dir, &[pattern("single.txt")], &[])
+    let mount = Mount::for_component(&app.dir, &[pattern("single.txt")], &[], None)
         .unwrap()
         .unwrap();
     mount.preopen(&mut WasiCtxBuilder::new()).unwrap();
@@ -294,10 +353,11 @@ fn links_are_followed_only_while_they_stay_inside_the_application() {
     let outside = app.dir.parent().unwrap().join("sibling/s.txt");
     symlink(&outside, app.dir.join("static/out.txt")).unwrap();
     symlink("/etc", app.dir.join("static/etc")).unwrap();
-    let error = Mount::for_component(&app.dir, &[pattern("static/out.txt")], &[]).unwrap_err();
+    let error =
+        Mount::for_component(&app.dir, &[pattern("static/out.txt")], &[], None).unwrap_err();
     assert!(format!("{error:#}").contains("leads outside"), "{error:#}");
     for files in [[pattern("static/**/*")], [placement("static", "/")]] {
-        let error = Mount::for_component(&app.dir, &files, &[]).unwrap_err();
+        let error = Mount::for_component(&app.dir, &files, &[], None).unwrap_err();
         assert!(
             format!("{error:#}").contains("outside"),
             "{files:?}: {error:#}"
@@ -307,7 +367,7 @@ fn links_are_followed_only_while_they_stay_inside_the_application() {
     fs::remove_file(app.dir.join("static/out.txt")).unwrap();
     fs::remove_file(app.dir.join("static/etc")).unwrap();
     symlink("../single.txt", app.dir.join("static/in.txt")).unwrap();
-    let mount = Mount::for_component(&app.dir, &[pattern("static/**/*")], &[])
+    let mount = Mount::for_component(&app.dir, &[pattern("static/**/*")], &[], None)
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -322,12 +382,12 @@ fn a_file_with_a_hard_link_outside_the_application_is_refused() {
     let app = app();
     let outside = app.dir.parent().unwrap().join("sibling/s.txt");
     fs::hard_link(&outside, app.dir.join("static/linked.txt")).unwrap();
-    let error = Mount::for_component(&app.dir, &[pattern("static/*.txt")], &[]).unwrap_err();
+    let error = Mount::for_component(&app.dir, &[pattern("static/*.txt")], &[], None).unwrap_err();
     assert!(format!("{error:#}").contains("hard links"), "{error:#}");
     // Both names inside: served.
     fs::remove_file(app.dir.join("static/linked.txt")).unwrap();
     fs::hard_link(app.dir.join("single.txt"), app.dir.join("static/twin.txt")).unwrap();
-    let mount = Mount::for_component(&app.dir, &[pattern("static/*.txt")], &[])
+    let mount = Mount::for_component(&app.dir, &[pattern("static/*.txt")], &[], None)
         .unwrap()
         .unwrap();
     assert_eq!(
