@@ -12,6 +12,7 @@
 //! does not depend on how the instance machinery lays its stores out.
 
 pub mod context;
+pub mod dial;
 pub mod environment;
 pub mod files;
 pub mod key_value;
@@ -385,6 +386,8 @@ fn compatible(provided: &Version, wanted: &Version) -> bool {
     track(provided) == track(wanted) && provided >= wanted
 }
 
+#[cfg(test)]
+pub(crate) mod hostile_addresses;
 #[cfg(test)]
 pub(crate) mod test_support;
 #[cfg(test)]
