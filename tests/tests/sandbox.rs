@@ -312,3 +312,59 @@ fn an_app_whose_files_link_out_of_it_is_refused_at_start() {
         assert!(!log.contains("host file"), "{label}: {log}");
     }
 }
+
+/// Counts the connections that arrive at `listener`.
+fn counted(listener: TcpListener) -> Arc<AtomicUsize> {
+    let arrivals = Arc::new(AtomicUsize::new(0));
+    let counting = arrivals.clone();
+    std::thread::spawn(move || {
+        for _ in listener.incoming() {
+            counting.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    arrivals
+}
+
+/// An outbound address is read once: tests/apps/hostile's `/addresses`
+/// spells Redis, MQTT, MySQL, PostgreSQL and HTTP addresses that the
+/// allow-list reads as the granted `127.0.0.1:G` and the client crate as
+/// `127.0.0.1:F` or `127.0.0.2:G` (docs/security.md, "Parse once"). Each is
+/// refused, the ones read two ways saying so, or reaches the granted
+/// listener only; nothing arrives at either forbidden place.
+#[test]
+fn a_hostile_component_s_addresses_reach_only_what_the_allow_list_read() {
+    let scratch = Scratch::new("sandbox-addresses");
+    let forbidden = Forbidden::start(&scratch);
+    let granted = granted_redirecting_to(forbidden.tcp);
+    let elsewhere = counted(TcpListener::bind(("127.0.0.2", granted)).unwrap());
+    let manifest = write_app(&scratch.path("app"), granted);
+    let state = scratch.path("state");
+    let mut server = Server::runner_with(&manifest, &["--state-dir", state.to_str().unwrap()]);
+    let attack = format!("/addresses?granted={granted}&forbidden={}", forbidden.tcp);
+    let answer = get_within(&server.url(&attack), Duration::from_mins(2))
+        .unwrap_or_else(|e| panic!("{attack}: {e}\n{}", server.log()));
+    let (escaped, report) = escapes(&attack, &answer);
+    assert!(escaped.is_empty(), "got through: {escaped:?}\n{report}");
+    assert_eq!(forbidden.arrivals(), 0, "reached 127.0.0.1:F\n{report}");
+    assert_eq!(
+        elsewhere.load(Ordering::SeqCst),
+        0,
+        "reached 127.0.0.2:G\n{report}"
+    );
+    let parsed: Value = serde_json::from_str(&report).unwrap();
+    for attempt in parsed["tries"].as_array().unwrap() {
+        let (label, outcome) = (
+            attempt["try"].as_str().unwrap(),
+            attempt["outcome"].as_str().unwrap(),
+        );
+        let read_apart = ["#@", "?@", "=@", " @"];
+        if read_apart.iter().any(|spelling| label.contains(spelling)) {
+            assert!(
+                outcome.contains("read two ways") || outcome.contains("not a host name"),
+                "{label}: refused without the reason: {outcome}"
+            );
+        }
+    }
+    assert_eq!(get(&server.url("/ok")).status, 200);
+    assert!(server.is_alive());
+}
