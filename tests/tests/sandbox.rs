@@ -84,7 +84,11 @@ impl Forbidden {
 /// The granted listener: an HTTP server that redirects every request to the
 /// forbidden port.
 fn granted_redirecting_to(forbidden: u16) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    redirecting(TcpListener::bind("127.0.0.1:0").unwrap(), forbidden)
+}
+
+/// `listener` answering every request with a redirect to the forbidden port.
+fn redirecting(listener: TcpListener, forbidden: u16) -> u16 {
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
@@ -325,18 +329,34 @@ fn counted(listener: TcpListener) -> Arc<AtomicUsize> {
     arrivals
 }
 
+/// Listeners on 127.0.0.1 and 127.0.0.2 with one port, the kernel's pick
+/// (picked again while another process holds it on 127.0.0.2).
+fn twin_listeners() -> (TcpListener, TcpListener) {
+    for _ in 0..20 {
+        let first = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        if let Ok(second) = TcpListener::bind(("127.0.0.2", port)) {
+            return (first, second);
+        }
+    }
+    panic!("no port free on both 127.0.0.1 and 127.0.0.2 in 20 picks");
+}
+
 /// An outbound address is read once: tests/apps/hostile's `/addresses`
 /// spells Redis, MQTT, MySQL, PostgreSQL and HTTP addresses that the
 /// allow-list reads as the granted `127.0.0.1:G` and the client crate as
-/// `127.0.0.1:F` or `127.0.0.2:G` (docs/security.md, "Parse once"). Each is
-/// refused, the ones read two ways saying so, or reaches the granted
-/// listener only; nothing arrives at either forbidden place.
+/// `127.0.0.1:F` or `127.0.0.2:G` (docs/security.md, "Parse once"), and TCP
+/// connections to those two places however the guest spells them
+/// (IPv4-mapped, scope ids, names). Each is refused, the ones read two ways
+/// saying so, or reaches the granted listener only; nothing arrives at
+/// either forbidden place.
 #[test]
 fn a_hostile_component_s_addresses_reach_only_what_the_allow_list_read() {
     let scratch = Scratch::new("sandbox-addresses");
     let forbidden = Forbidden::start(&scratch);
-    let granted = granted_redirecting_to(forbidden.tcp);
-    let elsewhere = counted(TcpListener::bind(("127.0.0.2", granted)).unwrap());
+    let (granted, elsewhere) = twin_listeners();
+    let granted = redirecting(granted, forbidden.tcp);
+    let elsewhere = counted(elsewhere);
     let manifest = write_app(&scratch.path("app"), granted);
     let state = scratch.path("state");
     let mut server = Server::runner_with(&manifest, &["--state-dir", state.to_str().unwrap()]);

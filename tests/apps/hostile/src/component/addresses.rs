@@ -5,6 +5,11 @@
 //! PostgreSQL host that is no host name). Each is refused, or reaches the
 //! granted listener only (which speaks none of these protocols, so the call
 //! fails there). The test listens at both forbidden places.
+//!
+//! TCP (`wasi:sockets`) takes no text: the guest hands the host a socket
+//! address, and wasmtime-wasi checks that very address before it connects.
+//! The spellings here are the guest's own (IPv4-mapped, scope ids, names and
+//! numeric forms std would have to look up): each is refused.
 
 use super::{Query, Report};
 use spin_sdk::http::{Method, Request, Response};
@@ -60,5 +65,25 @@ pub async fn addresses(query: &Query) -> Report {
         let sent = spin_sdk::http::send::<_, Response>(Request::new(Method::Get, &url)).await;
         report.record(&format!("GET {url}"), &sent.map(|r| *r.status()));
     }
+    tcp(&mut report, &g, &f);
     report
+}
+
+/// TCP connections to what the grant (`tcp://127.0.0.1:G`) does not name,
+/// however the guest spells it; a name or a numeric form std does not parse
+/// as a socket address is a lookup, which the host does not offer.
+fn tcp(report: &mut Report, g: &str, f: &str) {
+    for address in [
+        format!("127.0.0.2:{g}"),
+        format!("[::ffff:127.0.0.2]:{g}"),
+        format!("[::ffff:7f00:1]:{f}"),
+        format!("[::1%1]:{f}"),
+        format!("[::ffff:127.0.0.1%1]:{f}"),
+        format!("localhost:{g}"),
+        format!("0x7f.1:{g}"),
+        format!("127.1:{g}"),
+    ] {
+        let connected = std::net::TcpStream::connect(&address).map(drop);
+        report.record(&format!("tcp {address}"), &connected);
+    }
 }
