@@ -27,6 +27,23 @@ pub struct GuestLimits {
     pub max_log_bytes: usize,
 }
 
+/// Component-model handles (resources, streams, futures, subtasks) one store
+/// may hold at once, per entry of its resource table. A guest creates handles
+/// without a host call (`resource.new`, `stream.new`), so the resource table
+/// cannot bound them; wasmtime counts them store-wide (48.x:
+/// `Store::set_max_component_handles`, GHSA-q554-3cjc-rx7p), 100,000 unless
+/// told. Each handle to a host resource is also a table entry; the rest
+/// (waitables, a WASIp3 instance's streams and futures) get this much room.
+const HANDLES_PER_RESOURCE: usize = 16;
+
+impl GuestLimits {
+    /// The store-wide cap on live component-model handles: past it a guest's
+    /// `resource.new` (or any new handle) traps.
+    pub fn max_component_handles(&self) -> usize {
+        self.max_resources.saturating_mul(HANDLES_PER_RESOURCE)
+    }
+}
+
 /// What each store of one component is made from: its limits and its context.
 #[derive(Debug, Clone)]
 pub struct StoreRecipe {
@@ -183,8 +200,7 @@ fn deadline_store(
     state: RequestState,
 ) -> Store<RequestState> {
     let limits = &recipe.limits;
-    let mut store = Store::new(engine, state);
-    store.limiter(|state| &mut state.limits);
+    let mut store = limited_store(engine, recipe, state);
     let deadline = Instant::now() + limits.timeout;
     // Checked at every epoch tick while guest code runs: a busy guest yields to
     // the tokio scheduler each tick (so it cannot starve other requests on its
@@ -200,6 +216,19 @@ fn deadline_store(
     store
 }
 
+/// A store holding `state`, its memories, tables, instances and handles
+/// within `recipe`'s limits.
+fn limited_store(
+    engine: &Engine,
+    recipe: &StoreRecipe,
+    state: RequestState,
+) -> Store<RequestState> {
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limits);
+    store.set_max_component_handles(recipe.limits.guest.max_component_handles());
+    store
+}
+
 /// A store for a reused (WASIp3) instance, serving many requests: the guest
 /// yields to the tokio scheduler at every epoch tick and is never interrupted
 /// by the store itself; per-request deadlines are enforced by `reuse`, which
@@ -208,8 +237,7 @@ pub fn new_reusable_store(
     engine: &Engine,
     recipe: &StoreRecipe,
 ) -> wasmtime::Result<Store<RequestState>> {
-    let mut store = Store::new(engine, RequestState::new(recipe, None)?);
-    store.limiter(|state| &mut state.limits);
+    let mut store = limited_store(engine, recipe, RequestState::new(recipe, None)?);
     store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
     store.set_epoch_deadline(1);
     Ok(store)
@@ -308,5 +336,66 @@ mod tests {
             let name = http::HeaderName::from_static(name);
             assert!(!hooks.is_forbidden_header(&name), "{name} must pass");
         }
+    }
+
+    /// A component that makes `n` handles to a resource of its own
+    /// (`resource.new`: no host call, no resource table entry) and keeps them.
+    const HANDLE_MAKER: &str = r#"
+        (component
+          (type $r (resource (rep i32)))
+          (core func $new (canon resource.new $r))
+          (core module $m
+            (import "" "new" (func $new (param i32) (result i32)))
+            (func (export "make") (param $n i32)
+              (block $done
+                (loop $more
+                  (br_if $done (i32.eqz (local.get $n)))
+                  (drop (call $new (i32.const 0)))
+                  (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+                  (br $more)))))
+          (core instance $i (instantiate $m (with "" (instance (export "new" (func $new))))))
+          (func (export "make") (param "n" u32) (canon lift (core func $i "make"))))
+    "#;
+
+    #[tokio::test]
+    async fn a_store_holds_no_more_component_handles_than_its_limit() {
+        let engine = Engine::default();
+        let component =
+            wasmtime::component::Component::new(&engine, wat::parse_str(HANDLE_MAKER).unwrap())
+                .unwrap();
+        let recipe = StoreRecipe {
+            limits: Limits {
+                timeout: Duration::from_secs(30),
+                max_memory_size: 1 << 20,
+                shape: InstanceShape::DEFAULT,
+                guest: GuestLimits {
+                    max_resources: 4,
+                    ..GuestLimits::default()
+                },
+                component: "c",
+            },
+            context: Arc::new(ComponentContext::for_test("c", &[])),
+        };
+        let cap = recipe.limits.guest.max_component_handles();
+        assert_eq!(cap, 64);
+        let make = async |n: u32| {
+            let mut store = new_store(&engine, &recipe).unwrap();
+            let linker = wasmtime::component::Linker::new(&engine);
+            let instance = linker
+                .instantiate_async(&mut store, &component)
+                .await
+                .unwrap();
+            let make = instance
+                .get_typed_func::<(u32,), ()>(&mut store, "make")
+                .unwrap();
+            make.call_async(&mut store, (n,)).await
+        };
+        // The call itself holds a handle or two of the store's budget.
+        make(u32::try_from(cap / 2).unwrap()).await.unwrap();
+        let past = make(u32::try_from(cap + 1).unwrap()).await.unwrap_err();
+        assert!(
+            format!("{past:?}").contains("handle limit"),
+            "a handle past the cap was made or refused otherwise: {past:?}"
+        );
     }
 }
