@@ -41,7 +41,7 @@ fn mysql_programs() -> Option<(PathBuf, PathBuf)> {
 /// A MariaDB server on 127.0.0.1:`port`, database `spin`, user and password
 /// `spin` (`e2e::service`: its own directory and port, stopped when dropped).
 struct Mysql {
-    _service: Service,
+    service: Service,
     port: u16,
 }
 
@@ -102,10 +102,7 @@ impl Mysql {
         };
         let service = Service::start(&recipe, dir);
         let port = service.port;
-        Some(Mysql {
-            _service: service,
-            port,
-        })
+        Some(Mysql { service, port })
     }
 }
 
@@ -146,7 +143,52 @@ fn both_interface_versions_read_and_write_a_real_database() {
         assert_eq!(step(&session, "set"), "set: [[DbValue::Int64(42)]]");
         assert_eq!(step(&session, "next"), "next: [[DbValue::DbNull]]");
     }
+    // The app was granted TCP, and its connections stay on TCP: none went
+    // over the Unix socket the server names (`@@socket`, which mysql_async's
+    // `prefer_socket` would reconnect through).
+    if let Some(hosts) = connection_hosts(&mysql, "spin") {
+        assert!(!hosts.is_empty(), "the pool keeps its connections");
+        let over_tcp = |host: &String| {
+            host.rsplit_once(':')
+                .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+        };
+        assert!(hosts.iter().all(over_tcp), "{hosts:?}");
+    }
     version_3_0_async(&server);
+}
+
+/// Where `user`'s connections to MariaDB come from (`localhost` for its Unix
+/// socket; `<client host>:<port>` for TCP, the host `127.0.0.1` or the name
+/// MariaDB looked it up as, `localhost`), asked through the socket with the
+/// `mariadb` client; `None` without one.
+fn connection_hosts(mysql: &Mysql, user: &str) -> Option<Vec<String>> {
+    let Some(client) = ["mariadb", "mysql"].into_iter().find_map(e2e::on_path) else {
+        eprintln!("not checked: no `mariadb` client to list connections with");
+        return None;
+    };
+    let output = Command::new(client)
+        .arg(format!(
+            "--socket={}",
+            mysql.service.dir().join("sock").display()
+        ))
+        .args(["--user=root", "--batch", "--skip-column-names", "--execute"])
+        .arg(format!(
+            "SELECT host FROM information_schema.processlist WHERE user = '{user}'"
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    )
 }
 
 /// fermyon:spin/mysql@2.0.0: every parameter case in, every column type out.

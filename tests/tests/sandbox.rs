@@ -85,7 +85,11 @@ impl Forbidden {
 /// The granted listener: an HTTP server that redirects every request to the
 /// forbidden port.
 fn granted_redirecting_to(forbidden: u16) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    redirecting(TcpListener::bind("127.0.0.1:0").unwrap(), forbidden)
+}
+
+/// `listener` answering every request with a redirect to the forbidden port.
+fn redirecting(listener: TcpListener, forbidden: u16) -> u16 {
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
@@ -312,4 +316,76 @@ fn an_app_whose_files_link_out_of_it_is_refused_at_start() {
         assert!(log.contains("outside"), "{label}: {log}");
         assert!(!log.contains("host file"), "{label}: {log}");
     }
+}
+
+/// Counts the connections that arrive at `listener`.
+fn counted(listener: TcpListener) -> Arc<AtomicUsize> {
+    let arrivals = Arc::new(AtomicUsize::new(0));
+    let counting = arrivals.clone();
+    std::thread::spawn(move || {
+        for _ in listener.incoming() {
+            counting.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    arrivals
+}
+
+/// Listeners on 127.0.0.1 and 127.0.0.2 with one port, the kernel's pick
+/// (picked again while another process holds it on 127.0.0.2).
+fn twin_listeners() -> (TcpListener, TcpListener) {
+    for _ in 0..20 {
+        let first = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        if let Ok(second) = TcpListener::bind(("127.0.0.2", port)) {
+            return (first, second);
+        }
+    }
+    panic!("no port free on both 127.0.0.1 and 127.0.0.2 in 20 picks");
+}
+
+/// An outbound address is read once: tests/apps/hostile's `/addresses`
+/// spells Redis, MQTT, MySQL, PostgreSQL and HTTP addresses that the
+/// allow-list reads as the granted `127.0.0.1:G` and the client crate as
+/// `127.0.0.1:F` or `127.0.0.2:G` (docs/security.md, "Parse once"), and TCP
+/// connections to those two places however the guest spells them
+/// (IPv4-mapped, scope ids, names). Each is refused, the ones read two ways
+/// saying so, or reaches the granted listener only; nothing arrives at
+/// either forbidden place.
+#[test]
+fn a_hostile_component_s_addresses_reach_only_what_the_allow_list_read() {
+    let scratch = Scratch::new("sandbox-addresses");
+    let forbidden = Forbidden::start(&scratch);
+    let (granted, elsewhere) = twin_listeners();
+    let granted = redirecting(granted, forbidden.tcp);
+    let elsewhere = counted(elsewhere);
+    let manifest = write_app(&scratch.path("app"), granted);
+    let state = scratch.path("state");
+    let mut server = Server::runner_with(&manifest, &["--state-dir", state.to_str().unwrap()]);
+    let attack = format!("/addresses?granted={granted}&forbidden={}", forbidden.tcp);
+    let answer = get_within(&server.url(&attack), Duration::from_mins(2))
+        .unwrap_or_else(|e| panic!("{attack}: {e}\n{}", server.log()));
+    let (escaped, report) = escapes(&attack, &answer);
+    assert!(escaped.is_empty(), "got through: {escaped:?}\n{report}");
+    assert_eq!(forbidden.arrivals(), 0, "reached 127.0.0.1:F\n{report}");
+    assert_eq!(
+        elsewhere.load(Ordering::SeqCst),
+        0,
+        "reached 127.0.0.2:G\n{report}"
+    );
+    let parsed: Value = serde_json::from_str(&report).unwrap();
+    for attempt in parsed["tries"].as_array().unwrap() {
+        let (label, outcome) = (
+            attempt["try"].as_str().unwrap(),
+            attempt["outcome"].as_str().unwrap(),
+        );
+        let read_apart = ["#@", "?@", "=@", " @"];
+        if read_apart.iter().any(|spelling| label.contains(spelling)) {
+            assert!(
+                outcome.contains("read two ways") || outcome.contains("not a host name"),
+                "{label}: refused without the reason: {outcome}"
+            );
+        }
+    }
+    assert_eq!(get(&server.url("/ok")).status, 200);
+    assert!(server.is_alive());
 }

@@ -13,6 +13,7 @@
 
 pub mod budget;
 pub mod context;
+pub mod dial;
 pub mod environment;
 pub mod files;
 mod held_stream;
@@ -397,6 +398,8 @@ fn compatible(provided: &Version, wanted: &Version) -> bool {
     track(provided) == track(wanted) && provided >= wanted
 }
 
+#[cfg(test)]
+pub(crate) mod hostile_addresses;
 #[cfg(test)]
 pub(crate) mod test_support;
 #[cfg(test)]

@@ -6,8 +6,18 @@
 //! allowed one makes a `rumqttc` client (what Spin uses; plain TCP here, no
 //! TLS), which connects on the first `publish`; `publish` returns once the
 //! broker has the message at the asked QoS, as Spin's does.
+//!
+//! The address is read once ([`super::dial`]): rumqttc's reading must name
+//! the host and port the allow-list read, else `connection-failed` says both;
+//! rumqttc is then given the URL with the checked host put back, and its
+//! reading of that checked again. rumqttc takes one broker address, not a
+//! list, so a name is looked up by rumqttc itself (an IP address is dialled
+//! as it is). Options rumqttc 0.25 panics on (`inflight_num=0`,
+//! `clean_session=false` without a `client_id`) are refused.
 
 use super::HostState;
+use super::dial::Destination;
+use super::outbound_hosts::{AllowedHosts, GuestAddress};
 use anyhow::Result;
 use rumqttc::{AsyncClient, Event, EventLoop, Incoming, MqttOptions, Outgoing, QoS};
 use std::sync::Arc;
@@ -52,19 +62,66 @@ const CHANNEL_CAPACITY: usize = 1000;
 #[derive(Clone)]
 pub struct Connection(Arc<(AsyncClient, Mutex<EventLoop>)>);
 
+/// rumqttc's options for `address`: allowed by `allowed`, read alike by
+/// rumqttc, and made from the URL with the checked destination as its host.
+pub fn options(allowed: &AllowedHosts, address: &str) -> Result<MqttOptions, MqttError> {
+    let Some(ours) = GuestAddress::parse(address, "mqtt").filter(|a| allowed.allows_address(a))
+    else {
+        return Err(MqttError::ConnectionFailed(format!(
+            "address {address} is not permitted"
+        )));
+    };
+    let refused =
+        |reason: String| MqttError::ConnectionFailed(format!("address {address:?}: {reason}"));
+    let mut url = url::Url::parse(address).map_err(|_| MqttError::InvalidAddress)?;
+    let (host, port) = read_options(url.clone())?.broker_address();
+    let destination = Destination::agreed(&ours, "rumqttc", &host, port)
+        .map_err(|refusal| refused(refusal.to_string()))?;
+    // The checked destination, written back into the URL rumqttc reads.
+    let host = destination.host.to_string();
+    url.set_host(Some(&host))
+        .and_then(|()| {
+            url.set_port(Some(destination.port))
+                .map_err(|()| url::ParseError::InvalidPort)
+        })
+        .map_err(|e| refused(format!("its host cannot be written back: {e}")))?;
+    let options = read_options(url)?;
+    if options.broker_address() != (host, destination.port) {
+        return Err(refused(format!(
+            "rumqttc reads the checked address back as {:?}",
+            options.broker_address()
+        )));
+    }
+    Ok(options)
+}
+
+/// rumqttc's reading of `url`, refusing what its option setters assert on
+/// (rumqttc 0.25.1 `MqttOptions::set_inflight`, `set_clean_session`) instead
+/// of letting them panic the host.
+fn read_options(url: url::Url) -> Result<MqttOptions, MqttError> {
+    // The last of a repeated parameter, as rumqttc's map of them keeps it.
+    let query = |name: &str| {
+        url.query_pairs()
+            .filter(|(key, _)| key == name)
+            .last()
+            .map(|(_, value)| value.into_owned())
+    };
+    let no_client_id = query("client_id").is_none_or(|id| id.is_empty());
+    if query("inflight_num").and_then(|n| n.parse::<u16>().ok()) == Some(0)
+        || (no_client_id && query("clean_session").as_deref() == Some("false"))
+    {
+        return Err(MqttError::InvalidAddress);
+    }
+    MqttOptions::try_from(url).map_err(|_| MqttError::InvalidAddress)
+}
+
 fn open(
-    allowed: bool,
-    address: &str,
+    options: Result<MqttOptions, MqttError>,
     username: String,
     password: String,
     keep_alive_secs: u64,
 ) -> Result<Connection, MqttError> {
-    if !allowed {
-        return Err(MqttError::ConnectionFailed(format!(
-            "address {address} is not permitted"
-        )));
-    }
-    let mut options = MqttOptions::parse_url(address).map_err(|_| MqttError::InvalidAddress)?;
+    let mut options = options?;
     options.set_credentials(username, password);
     options.set_keep_alive(Duration::from_secs(keep_alive_secs));
     let (client, event_loop) = AsyncClient::new(options, CHANNEL_CAPACITY);
@@ -112,12 +169,8 @@ fn connection<T: HostState>(
     Ok(state.table().get(this)?.clone())
 }
 
-fn allowed<T: HostState>(state: &T, address: &str) -> bool {
-    state
-        .context()
-        .grants
-        .allowed_outbound_hosts
-        .allows_url(address, "mqtt")
+fn checked<T: HostState>(state: &T, address: &str) -> Result<MqttOptions, MqttError> {
+    options(&state.context().grants.allowed_outbound_hosts, address)
 }
 
 type OpenParams = (String, String, String, u64);
@@ -133,13 +186,11 @@ pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
         "[static]connection.open",
         |mut store: StoreContextMut<'_, T>,
          (address, username, password, keep_alive): OpenParams| {
-            let allowed = allowed(store.data(), &address);
-            Ok((
-                match open(allowed, &address, username, password, keep_alive) {
-                    Ok(connection) => Ok(store.data_mut().table().push(connection)?),
-                    Err(error) => Err(error),
-                },
-            ))
+            let options = checked(store.data(), &address);
+            Ok((match open(options, username, password, keep_alive) {
+                Ok(connection) => Ok(store.data_mut().table().push(connection)?),
+                Err(error) => Err(error),
+            },))
         },
     )?;
     instance.func_wrap_async(
@@ -167,8 +218,8 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
         |accessor: &Accessor<T>, (address, username, password, keep_alive): OpenParams| {
             Box::pin(async move {
                 Ok((accessor.with(|mut access| {
-                    let allowed = allowed(access.get(), &address);
-                    match open(allowed, &address, username, password, keep_alive) {
+                    let options = checked(access.get(), &address);
+                    match open(options, username, password, keep_alive) {
                         Ok(connection) => Ok(Ok(access.get().table().push(connection)?)),
                         Err(error) => Ok::<_, wasmtime::Error>(Err(error)),
                     }
@@ -190,22 +241,5 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_address_not_allowed_fails_as_spin_s_does() {
-        let address = "mqtt://localhost:1883?client_id=spintest";
-        let error = open(false, address, "u".into(), "p".into(), 30).err();
-        assert_eq!(
-            error,
-            Some(MqttError::ConnectionFailed(format!(
-                "address {address} is not permitted"
-            )))
-        );
-        assert_eq!(
-            open(true, "not a url", "u".into(), "p".into(), 30).err(),
-            Some(MqttError::InvalidAddress)
-        );
-    }
-}
+#[path = "mqtt_tests.rs"]
+mod tests;

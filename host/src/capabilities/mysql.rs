@@ -26,10 +26,19 @@
 //! mysql_async's own `require_ssl`, and so does this) answers
 //! `connection-failed` without connecting, where Spin connects with TLS. A
 //! `socket=` option is refused too: it would reach a Unix socket the
-//! allow-list cannot name (Spin lets mysql_async use it).
+//! allow-list cannot name (Spin lets mysql_async use it), and so is
+//! mysql_async's `prefer_socket` (on by default on Unix: after connecting
+//! over TCP it asks the server for `@@socket` and reconnects through the Unix
+//! socket the server names, one the allow-list never saw).
+//!
+//! The address is read once ([`super::dial`]): mysql_async's reading must
+//! name the host and port the allow-list read, else `connection-failed` says
+//! both; mysql_async is then given the checked host and the addresses the
+//! host resolved it to (`resolved_ips`), and dials nothing else.
 
 use super::ComponentContext;
-use super::outbound_hosts::AllowedHosts;
+use super::dial::Destination;
+use super::outbound_hosts::{AllowedHosts, GuestAddress};
 use super::postgres::older::Error;
 use super::postgres::older::v2::{Column, DbValue, ParameterValue, RowSet};
 use mysql_async::prelude::Queryable as _;
@@ -128,32 +137,89 @@ pub fn build_opts(address: &str) -> Result<mysql_async::Opts, Error> {
     }
     Ok(mysql_async::OptsBuilder::from_opts(opts)
         .ssl_opts(None::<mysql_async::SslOpts>)
+        .prefer_socket(false)
         .into())
 }
 
-/// Spin's allow-list check of `address`, then its options.
-pub fn check_address(allowed: &AllowedHosts, address: &str) -> Result<mysql_async::Opts, Error> {
-    if !allowed.allows_url(address, "mysql") {
+/// An address `open` may dial: mysql_async's options for it and the
+/// destination both readings agree on.
+#[derive(Debug)]
+pub struct Checked {
+    pub opts: mysql_async::Opts,
+    pub destination: Destination,
+}
+
+/// Spin's allow-list check of `address`, then its options, read alike by
+/// mysql_async (nothing dialled yet).
+pub fn check_address(allowed: &AllowedHosts, address: &str) -> Result<Checked, Error> {
+    let Some(ours) = GuestAddress::parse(address, "mysql").filter(|a| allowed.allows_address(a))
+    else {
         return Err(Error::ConnectionFailed(format!(
             "address {address} is not permitted"
         )));
+    };
+    let opts = build_opts(address)?;
+    let destination =
+        Destination::agreed(&ours, "mysql_async", opts.ip_or_hostname(), opts.tcp_port()).map_err(
+            |refusal| Error::ConnectionFailed(format!("address {address:?}: {refusal}")),
+        )?;
+    Ok(Checked { opts, destination })
+}
+
+impl Checked {
+    /// The options mysql_async dials with: the checked host, and the
+    /// addresses it resolved to here.
+    pub async fn pinned(self) -> Result<mysql_async::Opts, Error> {
+        let ips: Vec<std::net::IpAddr> = self
+            .destination
+            .resolve()
+            .await
+            .map_err(Error::ConnectionFailed)?
+            .iter()
+            .map(std::net::SocketAddr::ip)
+            .collect();
+        Ok(mysql_async::OptsBuilder::from_opts(self.opts)
+            .ip_or_hostname(self.destination.host_text())
+            .tcp_port(self.destination.port)
+            .resolved_ips(Some(ips))
+            .into())
     }
-    build_opts(address)
+}
+
+/// `open(address)` once its address is checked: what it needs after the
+/// store is out of reach (the component's pools, shared).
+pub struct Opener {
+    address: String,
+    checked: Checked,
+    pools: Pools,
 }
 
 impl ComponentContext {
-    /// The first half of `open(address)`: Spin's checks, then the pool of
-    /// the address (no connection made yet).
-    pub fn mysql_pool(&self, address: &str) -> Result<mysql_async::Pool, Error> {
-        let opts = check_address(&self.grants.allowed_outbound_hosts, address)?;
-        Ok(self
-            .mysql
-            .get_or_make(address, || mysql_async::Pool::new(opts)))
+    /// The first half of `open(address)`: Spin's checks, nothing dialled.
+    pub fn mysql_opener(&self, address: &str) -> Result<Opener, Error> {
+        Ok(Opener {
+            address: address.to_string(),
+            checked: check_address(&self.grants.allowed_outbound_hosts, address)?,
+            pools: self.mysql.clone(),
+        })
     }
 }
 
-/// The second half of `open`: a connection of `pool`, connected if need be.
-pub async fn connect(pool: &mysql_async::Pool) -> Result<Connection, Error> {
+impl Opener {
+    /// The second half: the address resolved, the pool for it (one per
+    /// address and what it resolved to), a connection of that pool.
+    pub async fn open(self) -> Result<Connection, Error> {
+        let opts = self.checked.pinned().await?;
+        let key = format!("{}\n{:?}", self.address, opts.resolved_ips());
+        let pool = self
+            .pools
+            .get_or_make(&key, || mysql_async::Pool::new(opts));
+        connect(&pool).await
+    }
+}
+
+/// A connection of `pool`, connected if need be.
+async fn connect(pool: &mysql_async::Pool) -> Result<Connection, Error> {
     let conn = pool.get_conn().await.map_err(|e| connection_failed(&e))?;
     Ok(Connection(Arc::new(tokio::sync::Mutex::new(conn))))
 }
@@ -252,5 +318,7 @@ impl Connection {
     }
 }
 
+#[cfg(test)]
+mod addresses;
 #[cfg(test)]
 mod tests;

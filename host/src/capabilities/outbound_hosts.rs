@@ -130,10 +130,12 @@ impl AllowedHosts {
     /// allowed: as Spin, parsed as a URL, else as one under `scheme`. An
     /// address that parses as neither is not allowed.
     pub fn allows_url(&self, address: &str, scheme: &str) -> bool {
-        let Some((scheme, host, port)) = parse_address(address, scheme) else {
-            return false;
-        };
-        self.allows(&scheme, &host, port)
+        GuestAddress::parse(address, scheme).is_some_and(|address| self.allows_address(&address))
+    }
+
+    /// Whether the allow-list allows `address`.
+    pub fn allows_address(&self, address: &GuestAddress) -> bool {
+        self.allows(&address.scheme, &address.host, address.port)
     }
 
     /// Whether requests to the app itself under any of `schemes` are allowed.
@@ -145,17 +147,39 @@ impl AllowedHosts {
     }
 }
 
-/// Scheme, host and port of an address a guest gave, as Spin's `OutboundUrl`
-/// reads it (user information percent-encoded first, so a `#` or `:` in a
-/// password does not end the authority).
-fn parse_address(address: &str, scheme: &str) -> Option<(String, Host, Option<u16>)> {
-    let address = encode_userinfo(address);
-    let url = match url::Url::parse(&address) {
-        Ok(url) if url.has_host() => url,
-        _ => url::Url::parse(&format!("{scheme}://{address}")).ok()?,
-    };
-    let host = Host::parse(url.host_str()?).ok()?;
-    Some((url.scheme().to_string(), host, url.port()))
+/// An address a guest gave, as the allow-list reads it: Spin's `OutboundUrl`
+/// (user information percent-encoded first, so a `#` or `:` in a password
+/// does not end the authority; then a URL, or one under the default scheme).
+/// A client crate may read the same text differently; `dial` compares the two.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestAddress {
+    pub scheme: String,
+    pub host: Host,
+    /// As written; `None` when the address gives none.
+    pub port: Option<u16>,
+}
+
+impl GuestAddress {
+    /// `address` read under `scheme` when it names none; `None` when it has
+    /// no host the allow-list can read.
+    pub fn parse(address: &str, scheme: &str) -> Option<Self> {
+        let address = encode_userinfo(address);
+        let url = match url::Url::parse(&address) {
+            Ok(url) if url.has_host() => url,
+            _ => url::Url::parse(&format!("{scheme}://{address}")).ok()?,
+        };
+        let host = Host::parse(url.host_str()?).ok()?;
+        Some(Self {
+            scheme: url.scheme().to_string(),
+            host,
+            port: url.port(),
+        })
+    }
+
+    /// The port it is dialled at: its own, or its scheme's well-known one.
+    pub fn port_or_default(&self) -> Option<u16> {
+        self.port.or_else(|| well_known_port(&self.scheme))
+    }
 }
 
 fn encode_userinfo(address: &str) -> String {

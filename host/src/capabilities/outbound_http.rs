@@ -15,7 +15,18 @@
 //! router, admission and limits as any client's request. Where nothing
 //! listens (the in-process API), it is refused with `HTTP-request-URI-invalid`,
 //! Spin's answer when it has no origin.
+//!
+//! The authority is read once ([`super::dial`]): the URI's host as the
+//! allow-list reads it (`url`'s host parser: `0x7f.1` is 127.0.0.1) and its
+//! port are the [`Destination`] checked, and the request is sent with that
+//! destination written back as its authority, so the client resolves and
+//! dials exactly what was checked (wasmtime-wasi-http's client takes an
+//! authority, not addresses: a name is looked up there). An authority with
+//! user information, or a port that is not one (`:65536`), is
+//! `HTTP-request-URI-invalid`: the URI parser and the client would read it
+//! apart.
 
+use super::dial::Destination;
 use super::outbound_hosts::AllowedHosts;
 use http_body_util::BodyExt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -29,10 +40,10 @@ pub type SendFuture =
     Box<dyn Future<Output = Result<(http::Response<WasiBody>, ResponseFuture), Error>> + Send>;
 
 /// Where an allowed request goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// The host the guest named.
-    Named,
+    /// The host the guest named, as the allow-list read and allowed it.
+    Named(Destination),
     /// The application itself.
     App,
 }
@@ -70,17 +81,54 @@ pub fn check(allowed: &AllowedHosts, uri: &http::Uri) -> Result<Target, Error> {
             Err(Error::HttpRequestDenied)
         };
     }
+    let Some(authority) = uri.authority() else {
+        return Err(Error::HttpRequestUriInvalid);
+    };
     // wasmtime-wasi-http set a scheme (`https` when the guest gave none).
     let scheme = uri.scheme_str().unwrap_or("https");
-    let port = uri.port_u16();
-    let allowed = authority
-        .and_then(|host| Host::parse(host).ok())
-        .is_some_and(|host| allowed.allows(scheme, &host, port));
-    if allowed {
-        Ok(Target::Named)
+    let port = port_of(authority)?
+        .or_else(|| super::outbound_hosts::well_known_port(scheme))
+        .ok_or(Error::HttpRequestDenied)?;
+    let host = Host::parse(authority.host()).map_err(|_| Error::HttpRequestDenied)?;
+    if allowed.allows(scheme, &host, Some(port)) {
+        Ok(Target::Named(Destination { host, port }))
     } else {
         Err(Error::HttpRequestDenied)
     }
+}
+
+/// The port an authority names, `None` for none (or an empty one); an
+/// authority with user information, or a port that is no `u16`, is invalid:
+/// `http`'s reader skips both, the client's would not.
+fn port_of(authority: &http::uri::Authority) -> Result<Option<u16>, Error> {
+    let text = authority.as_str();
+    if text.contains('@') {
+        return Err(Error::HttpRequestUriInvalid);
+    }
+    match text[authority.host().len()..].strip_prefix(':') {
+        None | Some("") => Ok(None),
+        Some(_) => authority
+            .port_u16()
+            .map(Some)
+            .ok_or(Error::HttpRequestUriInvalid),
+    }
+}
+
+/// `request` sent to `destination`: its authority is the checked one,
+/// written out (the `host` header the guest's authority set is kept).
+pub fn to_destination(
+    destination: &Destination,
+    request: &mut http::Request<WasiBody>,
+) -> Result<(), Error> {
+    let mut parts = request.uri().clone().into_parts();
+    parts.authority = Some(
+        destination
+            .to_string()
+            .parse()
+            .map_err(|_| Error::HttpRequestUriInvalid)?,
+    );
+    *request.uri_mut() = http::Uri::from_parts(parts).map_err(|_| Error::HttpRequestUriInvalid)?;
+    Ok(())
 }
 
 /// `request` addressed to the application at `origin`: plain HTTP to the
@@ -111,7 +159,7 @@ pub fn send(
     options: Option<RequestOptions>,
 ) -> SendFuture {
     let decision = check(allowed, request.uri()).and_then(|target| match target {
-        Target::Named => Ok(()),
+        Target::Named(destination) => to_destination(&destination, &mut request),
         Target::App => to_app(origin.ok_or(Error::HttpRequestUriInvalid)?, &mut request),
     });
     Box::new(async move {
@@ -171,8 +219,100 @@ mod tests {
         }
         assert!(matches!(
             decide(&["https://example.com"], "https://example.com/"),
-            Ok(Target::Named)
+            Ok(Target::Named(_))
         ));
+    }
+
+    /// URIs as a guest may spell them, each sent as `http::Uri` reads it.
+    const SPELLINGS: &[&str] = &[
+        "http://127.0.0.1:7002/",
+        "http://127.0.0.1:7001@127.0.0.1:7002/",
+        "http://u:p@127.0.0.1:7001/",
+        "http://127.0.0.1:07001/",
+        "http://127.0.0.1:+7001/",
+        "http://127.0.0.1:65536/",
+        "http://127.0.0.1:7001:7002/",
+        "http://127.0.0.1:/",
+        "http://[::ffff:127.0.0.1]:7001/",
+        "http://[::ffff:7f00:1]:7001/",
+        "http://[::1]:7001/",
+        "http://127.0.0.1.:7001/",
+        "http://0x7f.1:7001/",
+        "http://0177.0.0.1:7001/",
+        "http://2130706433:7001/",
+        "http://127.1:7001/",
+        "http://%31%32%37.0.0.1:7001/",
+        "http://localhost:7001/",
+        "http://LOCALHOST:7001/",
+        "http://localhost.:7001/",
+        "http://127.0.0.2:7001/",
+        "HTTP://127.0.0.1:7001/",
+        "https://127.0.0.1:7001/",
+        "ftp://127.0.0.1:7001/",
+        "http://127.0.0.1:7001/?host=127.0.0.1:7002",
+        "http://self.alt:7002/",
+    ];
+
+    #[test]
+    fn every_spelling_is_refused_or_sent_to_the_granted_host_as_checked() {
+        for list in [
+            &["http://127.0.0.1:7001"][..],
+            &["*://127.0.0.1:7001", "*://localhost:7001"],
+        ] {
+            let allowed = AllowedHosts::of(list);
+            for spelling in SPELLINGS {
+                let Ok(uri) = spelling.parse::<http::Uri>() else {
+                    continue;
+                };
+                let Ok(Target::Named(destination)) = check(&allowed, &uri) else {
+                    continue;
+                };
+                let context = format!("{spelling} under {list:?}");
+                assert!(
+                    crate::capabilities::hostile_addresses::is_granted(&destination),
+                    "{context}: {destination}"
+                );
+                // What the client dials is the authority it is handed: the checked one.
+                let mut sent = request(spelling);
+                to_destination(&destination, &mut sent).unwrap();
+                let authority = sent.uri().authority().unwrap().as_str().to_string();
+                assert_eq!(authority, destination.to_string(), "{context}");
+                assert_eq!(
+                    sent.uri().path_and_query(),
+                    uri.path_and_query(),
+                    "{context}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn authorities_the_uri_parser_and_the_client_read_apart_are_invalid() {
+        let allowed = &["http://127.0.0.1:7001", "http://127.0.0.1:80"];
+        for uri in [
+            "http://u:p@127.0.0.1:7001/",
+            "http://127.0.0.1:7001@127.0.0.1:7002/",
+            "http://127.0.0.1:65536/",
+        ] {
+            assert!(
+                matches!(decide(allowed, uri), Err(Error::HttpRequestUriInvalid)),
+                "{uri}: {:?}",
+                decide(allowed, uri)
+            );
+        }
+        // Other spellings of the granted host go out as the host itself.
+        for uri in [
+            "http://0x7f.1:7001/",
+            "http://127.0.0.1.:07001/",
+            "http://2130706433:7001/",
+        ] {
+            let Ok(Target::Named(destination)) = decide(allowed, uri) else {
+                panic!("{uri}");
+            };
+            let mut sent = request(uri);
+            to_destination(&destination, &mut sent).unwrap();
+            assert_eq!(sent.uri().to_string(), "http://127.0.0.1:7001/", "{uri}");
+        }
     }
 
     fn request(uri: &str) -> http::Request<WasiBody> {

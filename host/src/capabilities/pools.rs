@@ -1,19 +1,26 @@
 //! One component's database connection pools, by address: what the
 //! PostgreSQL and MySQL clients share. At most [`CAPACITY`] addresses are
 //! kept; past it the cache is emptied, as Spin's evicts (a pool still in use
-//! lives on in its clients).
+//! lives on in its clients). Clones share the cache, so an `open` can make
+//! its pool after the awaits that resolve its address.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The most addresses a component keeps a pool for (Spin's cache capacity).
 const CAPACITY: usize = 16;
 
-pub struct PoolsByAddress<P>(Mutex<HashMap<String, P>>);
+pub struct PoolsByAddress<P>(Arc<Mutex<HashMap<String, P>>>);
 
 impl<P> Default for PoolsByAddress<P> {
     fn default() -> Self {
-        Self(Mutex::new(HashMap::new()))
+        Self(Arc::default())
+    }
+}
+
+impl<P> Clone for PoolsByAddress<P> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
     }
 }
 

@@ -11,9 +11,12 @@
 //! what tokio-postgres dials; Spin does not check those) must be allowed by the
 //! component's `allowed_outbound_hosts` as `postgres://host:port`, else
 //! `connection-failed("address postgres://host:port is not permitted")`, as
-//! Spin answers. An allowed address gets a client from the component's pool
-//! for that address (deadpool, up to 64 connections, cleaned between uses, as
-//! Spin pools them), held until the guest drops the connection.
+//! Spin answers; and each host must read as the same host to the allow-list
+//! and to tokio-postgres ([`address`]), which then dials the addresses the
+//! host resolved it to. An allowed address gets a client from the
+//! component's pool for that address (deadpool, up to 64 connections, cleaned
+//! between uses, as Spin pools them), held until the guest drops the
+//! connection.
 //!
 //! No TLS: connections are plain TCP (tokio-postgres's `NoTls`), so an
 //! address with `sslmode=require` fails to connect, and 4.1's
@@ -23,13 +26,12 @@
 // boxing it would mean converting at every function the guest calls.
 #![allow(clippy::result_large_err)]
 
-use super::outbound_hosts::AllowedHosts;
-use super::{ComponentContext, HostState};
+use super::HostState;
 use anyhow::Result;
 use std::sync::Arc;
-use tokio_postgres::config::Host;
 use wasmtime::component::Resource;
 
+pub mod address;
 mod convert;
 mod link;
 pub mod older;
@@ -69,72 +71,13 @@ fn new_pool(config: tokio_postgres::Config) -> deadpool_postgres::Pool {
 #[derive(Clone)]
 pub struct Connection(Arc<deadpool_postgres::Object>);
 
+pub use address::check_address;
+
 /// 4.1's `connection-builder`: an address waiting to be opened.
 pub struct Builder(String);
 
-/// Checks `address` against the allow-list as Spin does, and parses it.
-pub fn check_address(
-    allowed: &AllowedHosts,
-    address: &str,
-) -> Result<tokio_postgres::Config, Error> {
-    let config: tokio_postgres::Config = address
-        .parse()
-        .map_err(|error: tokio_postgres::Error| Error::ConnectionFailed(error.to_string()))?;
-    let ports = config.get_ports();
-    // The port of the `index`th host: its own, or the only one given.
-    let port = |index: usize| {
-        ports
-            .get(index)
-            .or(if ports.len() == 1 {
-                ports.first()
-            } else {
-                None
-            })
-            .map(|port| format!(":{port}"))
-            .unwrap_or_default()
-    };
-    let check = |host: String, index: usize| {
-        let authority = format!("{host}{}", port(index));
-        if allowed.allows_url(&authority, "postgres") {
-            Ok(())
-        } else {
-            Err(Error::ConnectionFailed(format!(
-                "address postgres://{authority} is not permitted"
-            )))
-        }
-    };
-    for (index, host) in config.get_hosts().iter().enumerate() {
-        match host {
-            Host::Tcp(name) if name.contains(':') => check(format!("[{name}]"), index)?,
-            Host::Tcp(name) => check(name.clone(), index)?,
-            Host::Unix(_) => {
-                return Err(Error::ConnectionFailed(
-                    "Unix sockets are not supported on WebAssembly".to_string(),
-                ));
-            }
-        }
-    }
-    for (index, ip) in config.get_hostaddrs().iter().enumerate() {
-        let host = match ip {
-            std::net::IpAddr::V4(ip) => ip.to_string(),
-            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-        };
-        check(host, index)?;
-    }
-    Ok(config)
-}
-
-impl ComponentContext {
-    /// The first half of `open(address)`: Spin's checks, then the pool of
-    /// the address (no connection made yet).
-    pub fn postgres_pool(&self, address: &str) -> Result<deadpool_postgres::Pool, Error> {
-        let config = check_address(&self.grants.allowed_outbound_hosts, address)?;
-        Ok(self.postgres.get_or_make(address, || new_pool(config)))
-    }
-}
-
 /// The second half of `open`: a client of `pool`, connected if need be.
-pub async fn connect(pool: &deadpool_postgres::Pool) -> Result<Connection, Error> {
+async fn connect(pool: &deadpool_postgres::Pool) -> Result<Connection, Error> {
     let client = pool
         .get()
         .await
@@ -287,5 +230,7 @@ fn connection<T: HostState>(
     Ok(state.table().get(handle)?.clone())
 }
 
+#[cfg(test)]
+mod addresses;
 #[cfg(test)]
 mod tests;

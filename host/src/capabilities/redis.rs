@@ -6,11 +6,23 @@
 //! `redis` crate (what Spin uses), one multiplexed connection per `open`, held
 //! in the store's resource table until the guest drops it. Results of
 //! `execute` are flattened as Spin flattens them.
+//!
+//! The address is read once ([`super::dial`]): the `redis` crate's reading
+//! must name the host and port the allow-list read, else `open` answers
+//! `other` with both readings; a Unix socket (`redis+unix://`, `unix://`) is
+//! refused, whatever the list grants. The client is handed the checked host
+//! and the addresses the host resolved it to, through its DNS resolver hook.
 
 use super::HostState;
+use super::dial::{Destination, Refusal};
+use super::outbound_hosts::{AllowedHosts, GuestAddress};
 use anyhow::Result;
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncCommands, Value};
+use redis::io::AsyncDNSResolver;
+use redis::{
+    AsyncCommands, AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Value,
+};
+use std::net::SocketAddr;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Accessor, ComponentType, Lift, Linker, Lower, Resource, ResourceType};
 
@@ -60,14 +72,72 @@ fn other(error: impl std::fmt::Display) -> RedisError {
     RedisError::Other(error.to_string())
 }
 
-/// Opens a connection to `address` if the context allows it.
-async fn open(allowed: bool, address: String) -> Result<Connection, RedisError> {
-    if !allowed {
+/// An address `open` may dial: the connection info the `redis` crate read
+/// from it, its address replaced by the destination both readings agree on.
+#[derive(Debug)]
+pub struct Checked {
+    info: ConnectionInfo,
+    destination: Destination,
+}
+
+/// `address` checked before anything is dialled: allowed by `allowed`, read
+/// alike by the `redis` crate, and a TCP address.
+pub fn check(allowed: &AllowedHosts, address: &str) -> Result<Checked, RedisError> {
+    let Some(ours) = GuestAddress::parse(address, "redis").filter(|a| allowed.allows_address(a))
+    else {
         return Err(RedisError::InvalidAddress);
+    };
+    let info = address
+        .into_connection_info()
+        .map_err(|_| RedisError::InvalidAddress)?;
+    let refused = |refusal: Refusal| RedisError::Other(format!("address {address:?}: {refusal}"));
+    let destination = match info.addr() {
+        ConnectionAddr::Tcp(host, port) => {
+            Destination::agreed(&ours, "redis", host, *port).map_err(refused)?
+        }
+        ConnectionAddr::Unix(path) => {
+            return Err(refused(Refusal::Unsupported(format!(
+                "redis reads it as the Unix socket {:?}, which no grant names",
+                path.to_string_lossy()
+            ))));
+        }
+        other => {
+            return Err(refused(Refusal::Unsupported(format!(
+                "redis reads it as {other}, and only plain TCP is dialled"
+            ))));
+        }
+    };
+    let info = info.set_addr(ConnectionAddr::Tcp(
+        destination.host_text(),
+        destination.port,
+    ));
+    Ok(Checked { info, destination })
+}
+
+/// Answers the `redis` crate's every lookup with the addresses the host
+/// resolved when it checked the address: the client dials nothing else.
+struct Resolved(Vec<SocketAddr>);
+
+impl AsyncDNSResolver for Resolved {
+    fn resolve<'a, 'b: 'a>(
+        &'a self,
+        _host: &'b str,
+        _port: u16,
+    ) -> redis::RedisFuture<'a, Box<dyn Iterator<Item = SocketAddr> + Send + 'a>> {
+        Box::pin(async move {
+            Ok(Box::new(self.0.iter().copied()) as Box<dyn Iterator<Item = SocketAddr> + Send>)
+        })
     }
-    let client = redis::Client::open(address).map_err(|_| RedisError::InvalidAddress)?;
+}
+
+/// Opens a connection to a checked address.
+async fn open(checked: Result<Checked, RedisError>) -> Result<Connection, RedisError> {
+    let Checked { info, destination } = checked?;
+    let addresses = destination.resolve().await.map_err(RedisError::Other)?;
+    let client = redis::Client::open(info).map_err(|_| RedisError::InvalidAddress)?;
+    let config = AsyncConnectionConfig::new().set_dns_resolver(Resolved(addresses));
     let connection = client
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .map_err(other)?;
     Ok(Connection(connection))
@@ -245,12 +315,8 @@ macro_rules! methods {
     };
 }
 
-fn allowed<T: HostState>(state: &T, address: &str) -> bool {
-    state
-        .context()
-        .grants
-        .allowed_outbound_hosts
-        .allows_url(address, "redis")
+fn checked<T: HostState>(state: &T, address: &str) -> Result<Checked, RedisError> {
+    check(&state.context().grants.allowed_outbound_hosts, address)
 }
 
 pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
@@ -264,8 +330,8 @@ pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
         "[static]connection.open",
         |mut store: StoreContextMut<'_, T>, (address,): (String,)| {
             Box::new(async move {
-                let allowed = allowed(store.data(), &address);
-                Ok((match open(allowed, address).await {
+                let checked = checked(store.data(), &address);
+                Ok((match open(checked).await {
                     Ok(connection) => Ok(store.data_mut().table().push(connection)?),
                     Err(error) => Err(error),
                 },))
@@ -287,8 +353,8 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
         "[static]connection.open",
         |accessor: &Accessor<T>, (address,): (String,)| {
             Box::pin(async move {
-                let allowed = accessor.with(|mut access| allowed(access.get(), &address));
-                Ok((match open(allowed, address).await {
+                let checked = accessor.with(|mut access| checked(access.get(), &address));
+                Ok((match open(checked).await {
                     Ok(connection) => {
                         Ok(accessor.with(|mut access| access.get().table().push(connection))?)
                     }
@@ -302,49 +368,5 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn an_address_not_allowed_is_an_invalid_address_and_never_dialled() {
-        // Nothing listens there; a dial would be `other`, not `invalid-address`.
-        assert_eq!(
-            open(false, "redis://127.0.0.1:1".into()).await.err(),
-            Some(RedisError::InvalidAddress)
-        );
-        assert_eq!(
-            open(true, "not a url".into()).await.err(),
-            Some(RedisError::InvalidAddress)
-        );
-        assert!(matches!(
-            open(true, "redis://127.0.0.1:1".into()).await.err(),
-            Some(RedisError::Other(_))
-        ));
-    }
-
-    #[test]
-    fn replies_are_flattened_as_spin_flattens_them() {
-        let mut results = Vec::new();
-        flatten(
-            &mut results,
-            Value::Array(vec![
-                Value::Okay,
-                Value::Int(3),
-                Value::Nil,
-                Value::Array(vec![Value::BulkString(b"x".to_vec()), Value::Boolean(true)]),
-            ]),
-        )
-        .unwrap();
-        assert_eq!(
-            results,
-            [
-                RedisResult::Status("OK".into()),
-                RedisResult::Int64(3),
-                RedisResult::Nil,
-                RedisResult::Binary(b"x".to_vec()),
-                RedisResult::Int64(1),
-            ]
-        );
-        assert!(flatten(&mut results, Value::Map(vec![])).is_err());
-    }
-}
+#[path = "redis_tests.rs"]
+mod tests;

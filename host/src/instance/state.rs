@@ -349,4 +349,64 @@ mod tests {
             assert!(!hooks.is_forbidden_header(&name), "{name} must pass");
         }
     }
+
+    /// A component that makes `n` handles to a resource of its own
+    /// (`resource.new`: no host call, no resource table entry) and keeps them.
+    const HANDLE_MAKER: &str = r#"
+        (component
+          (type $r (resource (rep i32)))
+          (core func $new (canon resource.new $r))
+          (core module $m
+            (import "" "new" (func $new (param i32) (result i32)))
+            (func (export "make") (param $n i32)
+              (block $done
+                (loop $more
+                  (br_if $done (i32.eqz (local.get $n)))
+                  (drop (call $new (i32.const 0)))
+                  (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+                  (br $more)))))
+          (core instance $i (instantiate $m (with "" (instance (export "new" (func $new))))))
+          (func (export "make") (param "n" u32) (canon lift (core func $i "make"))))
+    "#;
+
+    #[tokio::test]
+    async fn a_store_holds_no_more_component_handles_than_its_limit() {
+        let engine = Engine::default();
+        let component =
+            wasmtime::component::Component::new(&engine, wat::parse_str(HANDLE_MAKER).unwrap())
+                .unwrap();
+        let recipe = StoreRecipe {
+            limits: Limits {
+                timeout: Duration::from_secs(30),
+                max_memory_size: 1 << 20,
+                shape: InstanceShape::DEFAULT,
+                guest: GuestLimits {
+                    max_component_handles: 64,
+                    ..GuestLimits::default()
+                },
+                component: "c",
+            },
+            context: Arc::new(ComponentContext::for_test("c", &[])),
+        };
+        let cap = recipe.limits.guest.max_component_handles;
+        let make = async |n: u32| {
+            let mut store = new_store(&engine, &recipe).unwrap();
+            let linker = wasmtime::component::Linker::new(&engine);
+            let instance = linker
+                .instantiate_async(&mut store, &component)
+                .await
+                .unwrap();
+            let make = instance
+                .get_typed_func::<(u32,), ()>(&mut store, "make")
+                .unwrap();
+            make.call_async(&mut store, (n,)).await
+        };
+        // The call itself holds a handle or two of the store's budget.
+        make(u32::try_from(cap / 2).unwrap()).await.unwrap();
+        let past = make(u32::try_from(cap + 1).unwrap()).await.unwrap_err();
+        assert!(
+            format!("{past:?}").contains("handle limit"),
+            "a handle past the cap was made or refused otherwise: {past:?}"
+        );
+    }
 }

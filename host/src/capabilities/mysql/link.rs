@@ -5,7 +5,7 @@
 //! how they ended.
 
 use super::RDBMS_TYPES_V2;
-use super::{Column, Connection, DbValue, Error, ParameterValue, V2, V3, connect};
+use super::{Column, Connection, DbValue, Error, ParameterValue, V2, V3};
 use crate::capabilities::{HostState, drop_resource};
 use anyhow::Result;
 use wasmtime::StoreContextMut;
@@ -39,8 +39,8 @@ pub fn link_v2<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
         "[static]connection.open",
         |mut store: StoreContextMut<'_, T>, (address,): (String,)| {
             Box::new(async move {
-                let opened = match store.data().context().mysql_pool(&address) {
-                    Ok(pool) => connect(&pool).await,
+                let opened = match store.data().context().mysql_opener(&address) {
+                    Ok(opener) => opener.open().await,
                     Err(e) => Err(e),
                 };
                 Ok((match opened {
@@ -102,9 +102,10 @@ pub fn link_v3<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
         "[static]connection.open",
         |accessor: &Accessor<T>, (address,): (String,)| {
             Box::pin(async move {
-                let pool = accessor.with(|mut access| access.get().context().mysql_pool(&address));
-                let opened = match pool {
-                    Ok(pool) => connect(&pool).await,
+                let opener =
+                    accessor.with(|mut access| access.get().context().mysql_opener(&address));
+                let opened = match opener {
+                    Ok(opener) => opener.open().await,
                     Err(e) => Err(e),
                 };
                 Ok((match opened {

@@ -8,7 +8,7 @@ use crate::capabilities::postgres::older::v2::DbDataType;
 use mysql_async::Value;
 use mysql_async::consts::{ColumnFlags, ColumnType};
 
-fn connection_failed(result: Result<mysql_async::Opts, Error>) -> String {
+fn connection_failed<T: std::fmt::Debug>(result: Result<T, Error>) -> String {
     match result {
         Err(Error::ConnectionFailed(message)) => message,
         other => panic!("expected connection-failed, got {other:?}"),
@@ -103,6 +103,13 @@ fn tls_and_unix_sockets_are_refused_before_connecting() {
     }
     let message = connection_failed(build_opts("mysql://127.0.0.1/db?socket=/tmp/x.sock"));
     assert!(message.contains("Unix socket"), "{message}");
+    // Nor does a server get to name one: no reconnecting through `@@socket`.
+    for address in [
+        "mysql://127.0.0.1/db",
+        "mysql://127.0.0.1/db?prefer_socket=true",
+    ] {
+        assert!(!build_opts(address).unwrap().prefer_socket(), "{address}");
+    }
 }
 
 #[test]

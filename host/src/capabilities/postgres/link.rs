@@ -5,7 +5,7 @@
 
 use super::older::{self, v2, v3};
 use super::types::{Column, DbValue, Error, ParameterValue, RowSet};
-use super::{Builder, Connection, V2, V3, V4, connect, connection};
+use super::{Builder, Connection, V2, V3, V4, connection};
 use crate::capabilities::{HostState, drop_resource};
 use anyhow::Result;
 use wasmtime::StoreContextMut;
@@ -74,8 +74,8 @@ where
         "[static]connection.open",
         move |mut store: StoreContextMut<'_, T>, (address,): (String,)| {
             Box::new(async move {
-                let opened = match store.data().context().postgres_pool(&address) {
-                    Ok(pool) => connect(&pool).await,
+                let opened = match store.data().context().postgres_opener(&address) {
+                    Ok(opener) => opener.open().await,
                     Err(e) => Err(e),
                 };
                 Ok((match opened {
@@ -172,8 +172,8 @@ pub fn link_v4<T: HostState>(linker: &mut Linker<T>) -> Result<()> {
         |mut store: StoreContextMut<'_, T>, (builder,): (Resource<Builder>,)| {
             Box::new(async move {
                 let address = store.data_mut().table().get(&builder)?.0.clone();
-                let opened = match store.data().context().postgres_pool(&address) {
-                    Ok(pool) => connect(&pool).await,
+                let opened = match store.data().context().postgres_opener(&address) {
+                    Ok(opener) => opener.open().await,
                     Err(e) => Err(e),
                 };
                 Ok((match opened {
@@ -240,9 +240,9 @@ async fn open_async<T: HostState>(
     accessor: &Accessor<T>,
     address: String,
 ) -> wasmtime::Result<(Result<Resource<Connection>, Error>,)> {
-    let pool = accessor.with(|mut access| access.get().context().postgres_pool(&address));
-    let opened = match pool {
-        Ok(pool) => connect(&pool).await,
+    let opener = accessor.with(|mut access| access.get().context().postgres_opener(&address));
+    let opened = match opener {
+        Ok(opener) => opener.open().await,
         Err(e) => Err(e),
     };
     Ok((match opened {

@@ -20,6 +20,8 @@
 //! - `/sockets?granted=G&forbidden=F&udp=U`: connect, bind, listen, send-to;
 //! - `/stores?granted=G&forbidden=F&socket=S`: Redis, MQTT, PostgreSQL and
 //!   MySQL addresses naming a forbidden port, a Unix socket `S` or several hosts;
+//! - `/addresses?granted=G&forbidden=F`: addresses the allow-list and the
+//!   client crate would read apart (component/addresses.rs);
 //! - `/key-value`, `/variables`, `/env`: stores, variables and environment not
 //!   granted; `/stdout?mib=N`: `N` MiB written to stdout and stderr;
 //! - `/hoard/...`: as much of the host's memory and descriptors as it lets
@@ -37,6 +39,8 @@ mod component {
     use spin_sdk::http::{Method, Request, Response};
     use spin_sdk::http_component;
     use spin_sdk::sqlite::{Connection, Value};
+
+    mod addresses;
 
     /// What came of the tries of one attack.
     #[derive(Default)]
@@ -81,6 +85,7 @@ mod component {
                 .answer(),
             "/sockets" => sockets(&query).answer(),
             "/stores" => stores(&query).answer(),
+            "/addresses" => addresses::addresses(&query).await.answer(),
             "/key-value" => key_value().answer(),
             "/variables" => variables().answer(),
             "/env" => environment(),
