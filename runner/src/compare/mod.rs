@@ -60,7 +60,7 @@ pub struct CompareArgs {
     /// Process starts per host for the process cold start.
     #[arg(long, default_value_t = 20)]
     pub runs: usize,
-    /// A first look, not for figures: 1 s loads (wrk's check after them only), 100 samples, 5 starts, K up to 100, the file's quick scenarios.
+    /// A first look, not for figures: 1 s loads (wrk's check after them only), 100 samples, 5 starts, K up to 100, the file's quick scenarios; each component compiled once (no empty-cache starts).
     #[arg(long)]
     pub quick: bool,
     /// Where `<timestamp>/report.json` and friends are written.

@@ -1,10 +1,11 @@
 //! Process cold start: from exec to the first `200` over loopback, repeated. The
-//! runner is started with its compiled-code cache warm and with an empty one
-//! (compilation included); each process serves one function, like the native one.
+//! runner is started with its compiled-code cache warm and, in a full run,
+//! with an empty one (compilation included); each process serves one
+//! function, like the native one.
 
 use super::hosts::{self, Cache, HostKind, Server};
 use super::outcome::MeasureError;
-use super::{Function, Run};
+use super::{Function, Plan, Run};
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::Result;
@@ -12,10 +13,13 @@ use std::time::Duration;
 
 const MEASUREMENT: Measurement = Measurement::ProcessColdStart;
 
+/// Why `--quick` has no empty-cache starts.
+pub const EMPTY_CACHE_FULL_RUNS_ONLY: &str = "full runs only: an empty-cache start compiles the component first (seconds for a Python or JavaScript app), which --quick leaves out";
+
 /// The variants timed for one function: (reported host, host kind, cache).
-fn variants(run: &Run) -> Vec<(&'static str, HostKind, Option<bool>)> {
+fn variants(plan: &Plan) -> Vec<(&'static str, HostKind, Option<bool>)> {
     let mut out = Vec::new();
-    for kind in &run.plan.hosts {
+    for kind in &plan.hosts {
         match kind {
             HostKind::Wasm => {
                 out.push(("wasm", *kind, Some(true)));
@@ -27,20 +31,30 @@ fn variants(run: &Run) -> Vec<(&'static str, HostKind, Option<bool>)> {
     out
 }
 
+/// Timed starts of a variant: compiling dominates an empty-cache start and
+/// varies little, so it gets fewer; `--quick` none.
+fn runs(plan: &Plan, warm: Option<bool>) -> usize {
+    match warm {
+        Some(false) if plan.quick => 0,
+        Some(false) => (plan.runs / 4).max(2),
+        _ => plan.runs,
+    }
+}
+
 pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
-    let variants = variants(run);
+    let variants = variants(&run.plan);
     let bar = super::progress("process cold start", functions.len() * variants.len());
     for f in functions {
         for &(host, kind, warm) in &variants {
             bar.set_message(format!("{} on {host}", f.name));
-            // Compiling dominates an empty-cache start and varies little: fewer runs.
-            let runs = if warm == Some(false) {
-                (run.plan.runs / 4).max(2)
-            } else {
-                run.plan.runs
-            };
             let metric = Metric::new(MEASUREMENT, &f.name, host, "first_200", "ms", Better::Lower);
+            let runs = runs(&run.plan, warm);
+            if runs == 0 {
+                run.record(metric.skipped(EMPTY_CACHE_FULL_RUNS_ONLY));
+                bar.inc(1);
+                continue;
+            }
             let metric = match starts(run, &f, kind, warm, runs) {
                 Ok(samples) => metric.samples(samples),
                 Err(error) => metric.skipped(error.reason()),
