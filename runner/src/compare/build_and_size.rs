@@ -8,6 +8,8 @@
 //! from: a quick run compiles each component once in all (seconds each for
 //! the Python and JavaScript apps).
 
+use super::estimate;
+use super::progress::Step;
 use super::{Function, Plan, Run};
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
@@ -30,11 +32,23 @@ fn counts(plan: &Plan) -> (usize, usize) {
     }
 }
 
+/// One step per function: its compiles and loads.
+pub fn steps(plan: &Plan) -> Vec<Step> {
+    plan.functions.iter().map(|f| step(plan, f)).collect()
+}
+
+fn step(plan: &Plan, f: &Function) -> Step {
+    let (compiles, loads) = counts(plan);
+    // A full run compiles once more, to fill the cache its loads read.
+    let compiles = compiles + usize::from(!plan.quick);
+    let planned = estimate::compile(f) * compiles as u32 + estimate::cache_load(f) * loads as u32;
+    Step::new(MEASUREMENT, &f.name, "wasm", planned)
+}
+
 pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
-    let bar = super::progress("build and size", functions.len());
     for f in functions {
-        bar.set_message(f.name.clone());
+        run.progress.begin(&step(&run.plan, &f));
         let native = f.native().map(|n| n.command.program.clone());
         for (host, path) in [("native", native), ("wasm", Ok(f.wasm.clone()))] {
             let metric = Metric::new(
@@ -64,9 +78,8 @@ pub fn measure(run: &mut Run) {
                 Err(why) => metric.skipped(why),
             });
         }
-        bar.inc(1);
     }
-    bar.finish_and_clear();
+    run.progress.end(MEASUREMENT);
 }
 
 /// Times in ms, or why none were taken.

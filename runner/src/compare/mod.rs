@@ -3,8 +3,10 @@
 //! starts and stops the processes they compare.
 
 pub mod build_and_size;
+pub mod estimate;
 pub mod group;
 pub mod hashing_per_core;
+pub mod host_log;
 pub mod hosts;
 pub mod http;
 pub mod instance_cold_start;
@@ -15,6 +17,7 @@ pub mod outcome;
 pub mod pin;
 pub mod plain;
 pub mod process_cold_start;
+pub mod progress;
 pub mod scenarios;
 pub mod services;
 pub mod tree;
@@ -26,7 +29,6 @@ use crate::report::{Metric, PlanInfo, Report};
 use anyhow::{Context, Result, bail};
 use hosts::{CommandHost, HostKind};
 use http::Request;
-use indicatif::{ProgressBar, ProgressStyle};
 use spinbench_host::instance::{compiled_cache, remote_source};
 use spinbench_host::manifest::{Digest, Manifest, Source, one_component};
 use std::collections::BTreeMap;
@@ -63,6 +65,9 @@ pub struct CompareArgs {
     /// A first look, not for figures: 1 s loads (wrk's check after them only), 100 samples, 5 starts, K up to 100, the file's quick scenarios; each component compiled once (no empty-cache starts).
     #[arg(long)]
     pub quick: bool,
+    /// Also show the hosts' own output (their start-up lines and stderr, kept in the run's hosts.log) as it comes.
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Where `<timestamp>/report.json` and friends are written.
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
@@ -420,24 +425,14 @@ pub struct Run {
     pub plan: Plan,
     pub paths: Paths,
     pub report: Report,
+    /// The run's progress line: each measurement begins its steps on it.
+    pub progress: progress::Progress,
 }
 
 impl Run {
     pub fn record(&mut self, metric: Metric) {
         self.report.push(metric);
     }
-}
-
-/// A progress bar for `len` steps of `what`.
-pub fn progress(what: &str, len: usize) -> ProgressBar {
-    let bar = ProgressBar::new(len as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>20} [{bar:30}] {pos}/{len} {elapsed} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(what.to_string());
-    bar
 }
 
 /// An app directory written for this run, removed when it ends.
@@ -467,11 +462,15 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     let plan = Plan::from_args(args, functions(&file)?)?;
     let paths = Paths::new(&file)?;
     let out_dir = args.results_dir.join(crate::report::timestamp());
-    let report = Report::new(std::env::args().collect(), plan.info());
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let mut report = Report::new(std::env::args().collect(), plan.info());
+    report.host_log = Some(HOST_LOG.to_string());
+    let progress = progress::Progress::new(steps(&plan));
     let mut run = Run {
         plan,
         paths,
         report,
+        progress,
     };
 
     // A runtime of its own for the signal handler, which must run while the
@@ -481,6 +480,10 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         .enable_all()
         .build()?;
     group::stop_all_on_signal(&signals);
+    let host_log = host_log::HostLog::start(
+        &out_dir.join(HOST_LOG),
+        args.verbose.then(|| run.progress.clone()),
+    )?;
     let services = services::start(&file.services, &run.paths.root)?;
     // The in-process measurements run on one thread: the measuring loop, the
     // instance and a WASIp3 instance's worker task, so a request crosses no
@@ -495,16 +498,33 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     drop(services);
     // Every group is stopped by its guard already; this catches any leak.
     group::stop_all();
-    hosts::remove_logs();
+    run.progress.finish();
+    drop(host_log);
 
     run.report.finish(started.elapsed());
     spinbench_host::lines::stdout(&crate::report::table::terminal(&run.report))?;
     let written = crate::report::write(&run.report, &out_dir)?;
-    for path in &written {
-        spinbench_host::out_line!("wrote {}", path.display())?;
-    }
-    spinbench_host::out_line!("report: {}", out_dir.join("report.json").display())?;
+    spinbench_host::lines::stdout(&crate::report::where_it_is(&run.report, &out_dir, &written))?;
     crate::report::keep::keep(&run.report, &args.keep, baseline.as_ref())
+}
+
+/// The hosts' own output, in the run's results directory.
+pub const HOST_LOG: &str = "hosts.log";
+
+/// Every step the plan's measurements will take, in order.
+fn steps(plan: &Plan) -> Vec<progress::Step> {
+    Measurement::ALL
+        .into_iter()
+        .filter(|m| plan.measures(*m))
+        .flat_map(|m| match m {
+            Measurement::BuildAndSize => build_and_size::steps(plan),
+            Measurement::InstanceColdStart => instance_cold_start::steps(plan),
+            Measurement::HashingPerCore => hashing_per_core::steps(plan),
+            Measurement::ProcessColdStart => process_cold_start::steps(plan),
+            Measurement::Memory => memory::steps(plan),
+            Measurement::Load => load::steps(plan),
+        })
+        .collect()
 }
 
 fn measure_all(run: &mut Run, runtime: &tokio::runtime::Runtime) {

@@ -3,8 +3,10 @@
 //! with an empty one (compilation included); each process serves one
 //! function, like the native one.
 
+use super::estimate;
 use super::hosts::{self, Cache, HostKind, Server};
 use super::outcome::MeasureError;
+use super::progress::Step;
 use super::{Function, Plan, Run};
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
@@ -41,29 +43,50 @@ fn runs(plan: &Plan, warm: Option<bool>) -> usize {
     }
 }
 
+/// Per function and variant: its starts (and the warm-up start before them).
+pub fn steps(plan: &Plan) -> Vec<Step> {
+    let variants = variants(plan);
+    plan.functions
+        .iter()
+        .flat_map(|f| variants.iter().filter_map(|v| step(plan, f, v)))
+        .collect()
+}
+
+/// The step of one variant of `f`, if it runs in this plan.
+fn step(
+    plan: &Plan,
+    f: &Function,
+    &(host, kind, warm): &(&'static str, HostKind, Option<bool>),
+) -> Option<Step> {
+    let runs = runs(plan, warm);
+    let each = match warm {
+        Some(false) => estimate::compile(f) + estimate::warm_start(f),
+        _ => estimate::start(f, kind != HostKind::Native),
+    };
+    let starts = runs + usize::from(warm != Some(false));
+    (runs > 0).then(|| Step::new(MEASUREMENT, &f.name, host, each * starts as u32))
+}
+
 pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
     let variants = variants(&run.plan);
-    let bar = super::progress("process cold start", functions.len() * variants.len());
     for f in functions {
-        for &(host, kind, warm) in &variants {
-            bar.set_message(format!("{} on {host}", f.name));
+        for variant in &variants {
+            let &(host, kind, warm) = variant;
             let metric = Metric::new(MEASUREMENT, &f.name, host, "first_200", "ms", Better::Lower);
-            let runs = runs(&run.plan, warm);
-            if runs == 0 {
+            let Some(step) = step(&run.plan, &f, variant) else {
                 run.record(metric.skipped(EMPTY_CACHE_FULL_RUNS_ONLY));
-                bar.inc(1);
                 continue;
-            }
-            let metric = match starts(run, &f, kind, warm, runs) {
+            };
+            run.progress.begin(&step);
+            let metric = match starts(run, &f, kind, warm, runs(&run.plan, warm)) {
                 Ok(samples) => metric.samples(samples),
                 Err(error) => metric.skipped(error.reason()),
             };
             run.record(metric);
-            bar.inc(1);
         }
     }
-    bar.finish_and_clear();
+    run.progress.end(MEASUREMENT);
 }
 
 /// `runs` timed starts after one untimed warm-up start (which also fills the
