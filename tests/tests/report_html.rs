@@ -370,3 +370,27 @@ fn a_diff_of_two_runs_renders_in_a_browser() {
         ],
     );
 }
+
+/// The check itself: a page whose chart is a blank SVG of a chart's size
+/// fails it (the same page check as above, on a page made to fail).
+#[test]
+fn a_chart_that_did_not_draw_fails_the_check() {
+    if chromium().is_none() {
+        eprintln!("skipped: chromium is not on PATH (.ci/run installs Debian's chromium)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("blank.html");
+    std::fs::write(
+        &page,
+        "<!doctype html><html><body><h2 id=\"headline\">Headline</h2>\
+         <h2 id=\"charts\">Charts</h2><figure class=\"chart\" id=\"blank\">\
+         <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"800\" height=\"400\"></svg></figure>\
+         <h2 id=\"warnings\">Warnings</h2><h2 id=\"how\">How</h2></body></html>",
+    )
+    .unwrap();
+    let failed = std::panic::catch_unwind(|| assert_renders(&page, 1, &["Headline"]))
+        .expect_err("a blank chart passed the check");
+    let message = failed.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("blank did not draw"), "{message}");
+}
