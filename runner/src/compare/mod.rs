@@ -16,6 +16,7 @@ pub mod oha;
 pub mod outcome;
 pub mod pin;
 pub mod plain;
+pub mod precompile;
 pub mod process_cold_start;
 pub mod progress;
 pub mod scenarios;
@@ -62,9 +63,12 @@ pub struct CompareArgs {
     /// Process starts per host for the process cold start.
     #[arg(long, default_value_t = 20)]
     pub runs: usize,
-    /// A first look, not for figures: 1 s loads (wrk's check after them only), 100 samples, 5 starts, K up to 100, the file's quick scenarios; each component compiled once (no empty-cache starts).
+    /// A first look (does everything run), not for figures: 0.3 s loads (wrk's check on the first function only), 100 samples, 5 starts, K up to 100, the file's quick scenarios; components loaded from the compiled-code cache `make build` fills (no compile timed, no empty-cache starts).
     #[arg(long)]
     pub quick: bool,
+    /// Compile every component of the file (and its WASIp3 build) into the cache `spinbench serve` uses, then exit without measuring: `make build` runs it, so a --quick run, which loads from that cache, compiles nothing.
+    #[arg(long, conflicts_with = "quick")]
+    pub precompile: bool,
     /// Also show the hosts' own output (their start-up lines and stderr, kept in the run's hosts.log) as it comes.
     #[arg(short, long)]
     pub verbose: bool,
@@ -196,6 +200,8 @@ pub struct Paths {
     pub runner: PathBuf,
     /// Scratch space for this run: code caches. Removed at the end.
     pub work: PathBuf,
+    /// The compiled-code cache the run's starts share (see `cache_dir`).
+    cache: PathBuf,
     /// The app's WASIp3 flavour's manifest.
     p3_manifest: Option<PathBuf>,
     /// Spin's runtime config file, for the hosts that read one.
@@ -206,15 +212,22 @@ pub struct Paths {
 }
 
 impl Paths {
-    pub fn new(file: &BenchFile) -> Result<Paths> {
+    /// `persistent_cache`: the run's starts share `spinbench serve`'s cache
+    /// (`--quick`, `--precompile`) instead of one of the run's own.
+    pub fn new(file: &BenchFile, persistent_cache: bool) -> Result<Paths> {
         let root = std::fs::canonicalize(&file.dir)
             .with_context(|| format!("directory {}", file.dir.display()))?;
         let work = std::env::temp_dir().join(format!("spinbench-compare-{}", std::process::id()));
         std::fs::create_dir_all(&work)?;
+        let cache = persistent_cache
+            .then(compiled_cache::default_dir)
+            .flatten()
+            .unwrap_or_else(|| work.join("cache"));
         Ok(Paths {
             root,
             runner: std::env::current_exe()?,
             work,
+            cache,
             p3_manifest: file.p3_manifest.clone(),
             runtime_config: file
                 .runtime_config
@@ -267,9 +280,14 @@ impl Paths {
         Ok(path)
     }
 
-    /// The shared warm code cache of this run.
+    /// The warm code cache the run's starts share: a full run's own, empty at
+    /// its start (its first start of each component compiles, and is timed as
+    /// such); under `--quick`, `spinbench serve`'s persistent one, which
+    /// `--precompile` (`make build`) fills, so a quick run compiles nothing.
+    /// Every entry is checked against the wasm's and the engine's hashes
+    /// before it is loaded (`compiled_cache`).
     pub fn cache_dir(&self) -> PathBuf {
-        self.work.join("cache")
+        self.cache.clone()
     }
 }
 
@@ -281,6 +299,12 @@ impl Drop for Paths {
         }
     }
 }
+
+/// `--quick`'s load run and its warm-up: enough for every host to answer
+/// every function's scenario under load (the question a quick run answers),
+/// short enough for the ~40 scenario × host runs to take seconds, not minutes.
+const QUICK_LOAD: Duration = Duration::from_millis(300);
+const QUICK_WARMUP: Duration = Duration::from_millis(100);
 
 /// What this run does: the options resolved, `--quick` applied.
 pub struct Plan {
@@ -339,12 +363,16 @@ impl Plan {
             functions,
             hosts,
             measurements,
-            load_duration: Duration::from_secs_f64(if quick { 1.0 } else { args.duration }),
-            warmup: Duration::from_secs_f64(if quick {
-                0.2
+            load_duration: if quick {
+                QUICK_LOAD
             } else {
-                (args.duration / 5.0).clamp(0.5, 3.0)
-            }),
+                Duration::from_secs_f64(args.duration)
+            },
+            warmup: if quick {
+                QUICK_WARMUP
+            } else {
+                Duration::from_secs_f64((args.duration / 5.0).clamp(0.5, 3.0))
+            },
             samples: if quick {
                 args.samples.min(100)
             } else {
@@ -460,7 +488,10 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     };
     let file = BenchFile::load(&from)?;
     let plan = Plan::from_args(args, functions(&file)?)?;
-    let paths = Paths::new(&file)?;
+    let paths = Paths::new(&file, args.quick || args.precompile)?;
+    if args.precompile {
+        return precompile::main(&plan, &paths);
+    }
     let out_dir = args.results_dir.join(crate::report::timestamp());
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let mut report = Report::new(std::env::args().collect(), plan.info());

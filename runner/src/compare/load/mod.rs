@@ -50,7 +50,7 @@ const MEASUREMENT: Measurement = Measurement::Load;
 const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// How long the server gets to give memory back before "RSS after" (`--quick`: less).
 const SETTLE_AFTER_LOAD: Duration = Duration::from_secs(1);
-const SETTLE_AFTER_LOAD_QUICK: Duration = Duration::from_millis(200);
+const SETTLE_AFTER_LOAD_QUICK: Duration = Duration::from_millis(100);
 /// How long a host that hit a limit gets to answer the probe again before it
 /// counts as broken rather than full.
 const RECOVERY: Duration = Duration::from_secs(10);
@@ -222,7 +222,7 @@ fn load_server(
     warm_up(&base, scenario, plan, body)?;
     // wrk's first half, before oha's timed run; its second comes after (`wrk_run`).
     // `--quick` (not for figures) runs the second only.
-    let wrk_checks = wrk_checks(scenario);
+    let wrk_checks = wrk_checks(plan, f, scenario);
     let wrk_before = (wrk_checks && !plan.quick).then(|| wrk_run(server, t, plan, paths, body));
     let sampler = RssSampler::start(pid);
     let machine_before = procfs::machine_busy_seconds()?;
@@ -437,7 +437,7 @@ fn step(plan: &Plan, t: &Target) -> Step {
     } else {
         SETTLE_AFTER_LOAD
     };
-    let wrk = if wrk_checks(t.scenario) {
+    let wrk = if wrk_checks(plan, t.f, t.scenario) {
         wrk::half_duration(plan.load_duration) * if plan.quick { 1 } else { 2 }
     } else {
         Duration::ZERO

@@ -70,6 +70,7 @@ pub fn main(args: &LoadArgs) -> Result<()> {
         samples: 1,
         runs: 1,
         quick: args.quick,
+        precompile: false,
         verbose: false,
         results_dir: args.results_dir.clone(),
         keep: crate::report::keep::KeepArgs::default(),

@@ -18,7 +18,7 @@ pub fn report(report: &Report, charts: &[Chart]) -> String {
     if report.plan.quick {
         page.note(
             "quick",
-            "A --quick run: a first look that everything runs, not for figures (1 s loads, fewer samples, no empty-cache starts).",
+            "A --quick run: a first look that everything runs, not for figures (0.3 s loads, fewer samples, no compiles or empty-cache starts).",
         );
     }
     headline_section(&mut page, report);
