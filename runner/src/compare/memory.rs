@@ -27,6 +27,9 @@ use std::time::Duration;
 const MEASUREMENT: Measurement = Measurement::Memory;
 /// Requests answered before the idle reading, so lazily touched pages are counted.
 const WARM_REQUESTS: usize = 20;
+/// The pause between the warm-up requests and the reading.
+const SETTLE_AFTER_WARM_UP: Duration = Duration::from_millis(100);
+const SETTLE_AFTER_WARM_UP_QUICK: Duration = Duration::from_millis(20);
 /// How long a host that could not hold K requests gets to answer the probe
 /// again, once the requests it held have ended, before it counts as broken
 /// rather than full.
@@ -173,8 +176,13 @@ fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server,
         http::call(server.addr, &f.probe(), Duration::from_secs(10))
             .map_err(|e| MeasureError::Skipped(format!("warm-up: {e:#}")))?;
     }
-    // Let the allocator and the runtime settle after the warm-up.
-    std::thread::sleep(Duration::from_millis(100));
+    // Let the allocator and the runtime settle after the warm-up (`--quick`,
+    // not for figures, less: its ~36 starts would wait 3.6 s in all).
+    std::thread::sleep(if run.plan.quick {
+        SETTLE_AFTER_WARM_UP_QUICK
+    } else {
+        SETTLE_AFTER_WARM_UP
+    });
     Ok(server)
 }
 
