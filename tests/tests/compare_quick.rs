@@ -422,3 +422,83 @@ fn compare_against_a_baseline_gates_on_a_chosen_figure() {
     assert!(stdout.contains("2.00x *"), "the ratio, marked: {stdout}");
     assert!(stderr.contains("binary_size"), "{stderr}");
 }
+
+/// `make build` fills `spinbench serve`'s compiled-code cache (`compare
+/// --precompile`), and a `--quick` run after it compiles nothing: every start
+/// of its hosts loads from that cache, and build and size times loads, not a
+/// compile (full runs only). A fresh cache directory of the test's own, so
+/// what is counted is this run's.
+#[test]
+fn a_quick_run_after_make_build_compiles_nothing() {
+    let results = workspace_root().join(format!(
+        "target/e2e-results/precompiled-{}",
+        std::process::id()
+    ));
+    let cache_home = results.join("xdg-cache");
+    let run = |args: &[&str]| {
+        let output = Command::new(artifact("release/spinbench"))
+            .current_dir(workspace_root())
+            .env("XDG_CACHE_HOME", &cache_home)
+            .args(args)
+            .output()
+            .expect("spinbench runs");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        );
+        assert!(output.status.success(), "{args:?}:\n{stdout}\n{stderr}");
+        (stdout, stderr)
+    };
+    let functions = "hello,echo";
+    let (stdout, stderr) = run(&["compare", "--precompile", "--functions", functions]);
+    // hello and echo, each as WASIp2 and WASIp3.
+    assert!(stdout.contains(": 4 compiled"), "{stdout}\n{stderr}");
+    assert_eq!(stderr.matches(" compiled in ").count(), 4, "{stderr}");
+
+    let (stdout, _) = run(&[
+        "compare",
+        "--quick",
+        "--functions",
+        functions,
+        "--hosts",
+        "native,wasm,wasm-p3",
+        "--measurements",
+        "build_and_size,process_cold_start,load",
+        "--results-dir",
+        results.to_str().unwrap(),
+    ]);
+    let report_path = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("report: "))
+        .unwrap_or_else(|| panic!("no `report:` line in:\n{stdout}"));
+    let report_path = workspace_root().join(report_path.trim());
+    let hosts_log =
+        std::fs::read_to_string(report_path.parent().unwrap().join("hosts.log")).unwrap();
+    assert_eq!(
+        hosts_log.matches(" compiled in ").count(),
+        0,
+        "a quick run compiled:\n{hosts_log}"
+    );
+    assert!(
+        hosts_log.matches(" loaded from cache in ").count() >= 4,
+        "{hosts_log}"
+    );
+
+    let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    for function in ["hello", "echo"] {
+        let of = |name: &str| {
+            support::metrics(&report, "build_and_size", "wasm")
+                .into_iter()
+                .find(|m| m["function"] == function && m["metric"] == name)
+                .unwrap_or_else(|| panic!("{function} {name}"))
+        };
+        let compile = of("compile");
+        assert!(
+            compile["skipped"]
+                .as_str()
+                .is_some_and(|why| why.starts_with("full runs only")),
+            "{compile}"
+        );
+        assert!(of("cache_load")["skipped"].is_null());
+    }
+}

@@ -183,8 +183,8 @@ pub fn stop_all_on_signal(runtime: &tokio::runtime::Runtime) {
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
         ) else {
-            spinbench_host::err_line!(
-                "warning: no signal handler: Ctrl-C would leave the hosts running"
+            super::host_log::to_terminal(
+                "warning: no signal handler: Ctrl-C would leave the hosts running",
             );
             return;
         };
@@ -193,7 +193,8 @@ pub fn stop_all_on_signal(runtime: &tokio::runtime::Runtime) {
             _ = terminate.recv() => 143,
         };
         stop_all();
-        spinbench_host::err_line!("\ninterrupted: every process this run started was stopped");
+        // To the terminal: the run's stderr is its host log.
+        super::host_log::to_terminal("\ninterrupted: every process this run started was stopped");
         std::process::exit(code);
     });
 }

@@ -7,30 +7,61 @@
 use super::hosts::HostKind;
 use super::http::Request;
 use super::instance_cold_start::{http_request, in_process_host};
-use super::{Function, Run};
+use super::progress::Step;
+use super::{Function, Plan, Run};
 use crate::benchfile::{Body, Hashing};
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Context, Result, bail};
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const MEASUREMENT: Measurement = Measurement::HashingPerCore;
 /// Untimed samples first (page faults of the buffers, caches).
 const WARMUP: usize = 2;
 
-pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
-    // The function whose benchmark-file entry has `hashing_per_core`.
-    let Some((f, spec)) = run
-        .plan
-        .functions
+/// The function whose benchmark-file entry has `hashing_per_core`.
+fn hashing(plan: &Plan) -> Option<(Function, Hashing)> {
+    plan.functions
         .iter()
         .find_map(|f| Some((f.clone(), f.spec.hashing_per_core.clone()?)))
-    else {
+}
+
+/// Large requests timed per host.
+fn samples(plan: &Plan) -> usize {
+    if plan.quick { 5 } else { 20 }
+}
+
+/// The hosts of its steps, in order.
+const HOSTS: [&str; 4] = ["native-openssl", "native-fn", "wasm", "wasm-p3"];
+
+pub fn steps(plan: &Plan) -> Vec<Step> {
+    hashing(plan).map_or_else(Vec::new, |(f, spec)| {
+        HOSTS.map(|host| step(plan, &f, &spec, host)).into()
+    })
+}
+
+/// openssl runs for its seconds; the others hash their samples at a few hundred MB/s.
+fn step(plan: &Plan, f: &Function, spec: &Hashing, host: &str) -> Step {
+    let planned = if host == "native-openssl" {
+        Duration::from_secs(openssl_seconds(plan.quick))
+    } else {
+        let bytes = large_request(spec, plan.quick).body.len() * (WARMUP + samples(plan));
+        Duration::from_secs_f64(bytes as f64 / 500e6)
+    };
+    Step::new(MEASUREMENT, &f.name, host, planned)
+}
+
+fn openssl_seconds(quick: bool) -> u64 {
+    if quick { 1 } else { 3 }
+}
+
+pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
+    let Some((f, spec)) = hashing(&run.plan) else {
         return;
     };
-    let samples = if run.plan.quick { 5 } else { 20 };
-    let bar = super::progress("hashing per core", 4);
+    let samples = samples(&run.plan);
+    let begin = |run: &Run, host: &str| run.progress.begin(&step(&run.plan, &f, &spec, host));
     let metric = |host: &str| {
         Metric::new(
             MEASUREMENT,
@@ -44,7 +75,7 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
     let request = large_request(&spec, run.plan.quick);
     let bytes = request.body.len();
 
-    bar.set_message("openssl speed");
+    begin(run, "native-openssl");
     let openssl = match &spec.openssl_speed {
         Some(algorithm) => openssl_speed(algorithm, run.plan.quick).map_err(|e| format!("{e:#}")),
         None => Err("no openssl_speed in the benchmark file".to_string()),
@@ -53,8 +84,7 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
         Ok(mb_s) => metric("native-openssl").value(mb_s),
         Err(why) => metric("native-openssl").skipped(why),
     });
-    bar.inc(1);
-    bar.set_message("native");
+    begin(run, "native-fn");
     // The logic in process, one call per sample, fed 64 KiB chunks as the
     // native server's body stream would be.
     let native = super::plain::time_calls(&run.paths, &f, &request, 200, samples)
@@ -63,9 +93,8 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
         Ok(series) => metric("native-fn").samples(series),
         Err(why) => metric("native-fn").skipped(why),
     });
-    bar.inc(1);
     for (kind, p3) in [(HostKind::Wasm, false), (HostKind::WasmP3, true)] {
-        bar.set_message(kind.name());
+        begin(run, kind.name());
         let m = metric(kind.name());
         run.record(if run.plan.has_host(kind) {
             match runtime.block_on(wasm(run, &f, p3, &request, samples)) {
@@ -75,9 +104,8 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
         } else {
             m.skipped(format!("host {} not selected", kind.name()))
         });
-        bar.inc(1);
     }
-    bar.finish_and_clear();
+    run.progress.end(MEASUREMENT);
 }
 
 /// The file's request, with the quick body size under `--quick`.
@@ -125,9 +153,9 @@ async fn wasm(
 /// `openssl speed -bytes 4096 <algorithm>` (one process, one core), in MB/s.
 fn openssl_speed(algorithm: &str, quick: bool) -> Result<f64> {
     let openssl = super::hosts::on_path("openssl").map_err(anyhow::Error::msg)?;
-    let seconds = if quick { "1" } else { "3" };
+    let seconds = openssl_seconds(quick).to_string();
     let out = super::group::output(
-        Command::new(openssl).args(["speed", "-seconds", seconds, "-bytes", "4096", algorithm]),
+        Command::new(openssl).args(["speed", "-seconds", &seconds, "-bytes", "4096", algorithm]),
     )
     .context("running openssl speed")?;
     if !out.status.success() {

@@ -5,6 +5,7 @@
 //! by another.
 
 use super::group::Group;
+use super::host_log::Output;
 use super::http::{self, Request};
 use super::{Function, Paths};
 use crate::benchfile::CommandLine;
@@ -277,24 +278,13 @@ impl NeverServed {
     }
 }
 
-/// What a host that gave up said: its last `Error:` line (a backtrace may follow
-/// it, as from `wasmtime serve`), else its last non-empty line; at most 300 characters.
-pub(super) fn last_line(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines = || text.lines().rev().map(str::trim).filter(|l| !l.is_empty());
-    let line = lines()
-        .find(|l| l.to_ascii_lowercase().starts_with("error"))
-        .or_else(|| lines().next())
-        .unwrap_or("");
-    line.chars().take(300).collect()
-}
-
 /// A running host process, in a process group of its own with everything it
 /// starts; the group is stopped on drop (`group`).
 pub struct Server {
     group: Group,
     pub addr: SocketAddr,
-    pub log: PathBuf,
+    /// Its stdout and stderr, in the run's host log.
+    pub output: Output,
 }
 
 impl Server {
@@ -310,19 +300,21 @@ impl Server {
         probe: &Request,
         label: &str,
     ) -> Result<(Server, Duration)> {
-        let log = log_path(label)?;
-        let stderr =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let (output, log) = Output::for_host(label, &cmd)?;
         cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr);
+            .stdout(log.try_clone()?)
+            .stderr(log);
         let started = Instant::now();
         let group = Group::spawn(&mut cmd).with_context(|| format!("starting {label}: {cmd:?}"))?;
-        let server = Server { group, addr, log };
+        let server = Server {
+            group,
+            addr,
+            output,
+        };
         server.wait_ready(probe, started).with_context(|| {
             format!(
-                "{label} did not become ready; its log: {}",
-                server.log.display()
+                "{label} did not become ready; its output: {}",
+                server.output.describe()
             )
         })?;
         Ok((server, started.elapsed()))
@@ -334,7 +326,7 @@ impl Server {
             if let Some(status) = self.group.exited() {
                 return Err(NeverServed {
                     status: status.clone(),
-                    said: last_line(&self.log),
+                    said: self.output.last_line(),
                 }
                 .into());
             }
@@ -374,21 +366,6 @@ impl Server {
             probe.method, probe.target
         ))
     }
-}
-
-fn log_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("spinbench-logs-{}", std::process::id()))
-}
-
-/// Removes the children's stderr logs (kept when a run fails, for its error message).
-pub fn remove_logs() {
-    let _ = std::fs::remove_dir_all(log_dir());
-}
-
-pub(super) fn log_path(label: &str) -> Result<PathBuf> {
-    let dir = log_dir();
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir.join(format!("{}.log", label.replace(['/', ' '], "_"))))
 }
 
 /// `spinbench serve --manifest <manifest>` with the run's compiled-code cache setting.

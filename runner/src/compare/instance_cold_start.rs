@@ -4,10 +4,12 @@
 //! the same logic called as a plain Rust function (`plain`: our functions only),
 //! and a fresh native process per request (exec to first response, the CGI model).
 
+use super::estimate;
 use super::hosts::{self, Cache, HostKind, Server};
 use super::http::Request;
 use super::outcome::MeasureError;
-use super::{Function, Run};
+use super::progress::Step;
+use super::{Function, Plan, Run};
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::{Context, Result, bail};
@@ -22,11 +24,49 @@ const WARMUP: usize = 20;
 /// Fresh processes are ~1000× dearer than instances: fewer samples bound the run.
 const MAX_PROCESS_SAMPLES: usize = 100;
 
+/// Fresh native processes timed per function (`--quick`: fewer).
+fn process_samples(plan: &Plan) -> usize {
+    plan.samples
+        .min(if plan.quick { 20 } else { MAX_PROCESS_SAMPLES })
+}
+
+/// Per function: the plain-function floor, a process per request, the wasm instances.
+pub fn steps(plan: &Plan) -> Vec<Step> {
+    plan.functions
+        .iter()
+        .flat_map(|f| [Floor::Plain, Floor::Process, Floor::Wasm].map(|floor| step(plan, f, floor)))
+        .collect()
+}
+
+/// What one step of a function times.
+#[derive(Clone, Copy)]
+enum Floor {
+    Plain,
+    Process,
+    Wasm,
+}
+
+fn step(plan: &Plan, f: &Function, floor: Floor) -> Step {
+    let (host, planned) = match floor {
+        // The native binary's start and its own warm-up; its calls take microseconds.
+        Floor::Plain => ("native-fn", estimate::NATIVE_START * 10),
+        Floor::Process => (
+            "native-process",
+            estimate::NATIVE_START * (2 + process_samples(plan)) as u32,
+        ),
+        // wasm's fresh instances, and wasm-p3's reused ones beside them.
+        Floor::Wasm => (
+            "wasm",
+            (estimate::cache_load(f) + estimate::instance(f) * (WARMUP + plan.samples) as u32) * 2,
+        ),
+    };
+    Step::new(MEASUREMENT, &f.name, host, planned)
+}
+
 pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
     let functions = run.plan.functions.clone();
-    let bar = super::progress("instance cold start", functions.len() * 3);
     for f in functions {
-        bar.set_message(format!("{} plain function", f.name));
+        run.progress.begin(&step(&run.plan, &f, Floor::Plain));
         let metric = Metric::new(
             MEASUREMENT,
             &f.name,
@@ -46,9 +86,8 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
             Ok(samples) => metric.samples(samples),
             Err(why) => metric.skipped(MeasureError::from(why).reason()),
         });
-        bar.inc(1);
 
-        bar.set_message(format!("{} process per request", f.name));
+        run.progress.begin(&step(&run.plan, &f, Floor::Process));
         let metric = Metric::new(
             MEASUREMENT,
             &f.name,
@@ -57,24 +96,18 @@ pub fn measure(run: &mut Run, runtime: &tokio::runtime::Runtime) {
             "us",
             Better::Lower,
         );
-        let n = run.plan.samples.min(if run.plan.quick {
-            20
-        } else {
-            MAX_PROCESS_SAMPLES
-        });
+        let n = process_samples(&run.plan);
         run.record(match process_per_request(run, &f, n) {
             Ok(samples) => metric.samples(samples),
             Err(error) => metric.skipped(error.reason()),
         });
-        bar.inc(1);
 
-        bar.set_message(format!("{} wasm instances", f.name));
+        run.progress.begin(&step(&run.plan, &f, Floor::Wasm));
         for metric in wasm_instances(run, runtime, &f) {
             run.record(metric);
         }
-        bar.inc(1);
     }
-    bar.finish_and_clear();
+    run.progress.end(MEASUREMENT);
 }
 
 fn wasm_instances(run: &Run, runtime: &tokio::runtime::Runtime, f: &Function) -> Vec<Metric> {

@@ -9,11 +9,13 @@
 //! held is its figure, with what the others' clients got.
 //! RSS during and after load is recorded by the load measurement.
 
+use super::estimate;
 use super::hosts::{self, Cache, HostKind, Server};
 use super::http::{self, Request};
 use super::outcome::MeasureError;
+use super::progress::Step;
 use super::tree::{self, Kind};
-use super::{Function, Run};
+use super::{Function, Plan, Run};
 use crate::model::Measurement;
 use crate::procfs::{self, Memory};
 use crate::report::{Better, Counted, Metric};
@@ -25,6 +27,9 @@ use std::time::Duration;
 const MEASUREMENT: Measurement = Measurement::Memory;
 /// Requests answered before the idle reading, so lazily touched pages are counted.
 const WARM_REQUESTS: usize = 20;
+/// The pause between the warm-up requests and the reading.
+const SETTLE_AFTER_WARM_UP: Duration = Duration::from_millis(100);
+const SETTLE_AFTER_WARM_UP_QUICK: Duration = Duration::from_millis(20);
 /// How long a host that could not hold K requests gets to answer the probe
 /// again, once the requests it held have ended, before it counts as broken
 /// rather than full.
@@ -35,42 +40,67 @@ const RECOVERY: Duration = Duration::from_secs(10);
 /// requests of a benchmark file should end well within this.
 const HELD_REQUESTS_END_WITHIN: Duration = Duration::from_secs(90);
 
+/// The function whose benchmark-file entry holds requests open (`memory.hold`).
+fn holder(plan: &Plan) -> Option<&Function> {
+    plan.functions.iter().find(|f| f.spec.memory_hold.is_some())
+}
+
+/// Each function's idle footprint on each host, then K held requests on each
+/// host (and K native processes) for the holder.
+pub fn steps(plan: &Plan) -> Vec<Step> {
+    let mut steps: Vec<Step> = plan
+        .functions
+        .iter()
+        .flat_map(|f| plan.hosts.iter().map(|kind| idle_step(f, *kind)))
+        .collect();
+    if let Some(f) = holder(plan) {
+        for &k in &plan.ks {
+            steps.extend(plan.hosts.iter().map(|kind| held_step(f, kind.name(), k)));
+            if plan.has_host(HostKind::Native) {
+                steps.push(held_step(f, "native-process", k));
+            }
+        }
+    }
+    steps
+}
+
+/// A start, its warm-up requests and the pause after them.
+fn idle_step(f: &Function, kind: HostKind) -> Step {
+    let planned = estimate::start(f, kind != HostKind::Native) + Duration::from_millis(150);
+    Step::new(MEASUREMENT, &f.name, kind.name(), planned).detail("idle")
+}
+
+/// A start, K requests held, the settling pause, and (K processes) K starts.
+fn held_step(f: &Function, host: &str, k: usize) -> Step {
+    let starts = if host == "native-process" { k } else { 1 };
+    let planned = estimate::warm_start(f) * starts as u32
+        + Duration::from_millis(450 + k as u64 / 2 + 2 * k as u64);
+    Step::new(MEASUREMENT, &f.name, host, planned).detail(format!("K={k}"))
+}
+
 pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
     let hosts = run.plan.hosts.clone();
-    // The function whose benchmark-file entry holds requests open (`memory.hold`).
-    let holder = functions
-        .iter()
-        .find(|f| f.spec.memory_hold.is_some())
-        .cloned();
-    let per_instance_steps = if holder.is_some() {
-        run.plan.ks.len() * (hosts.len() + usize::from(run.plan.has_host(HostKind::Native)))
-    } else {
-        0
-    };
-    let bar = super::progress("memory", functions.len() * hosts.len() + per_instance_steps);
+    let holder = holder(&run.plan).cloned();
     for f in &functions {
         for kind in &hosts {
-            bar.set_message(format!("idle {} on {}", f.name, kind.name()));
+            run.progress.begin(&idle_step(f, *kind));
             for metric in idle(run, f, *kind) {
                 run.record(metric);
             }
-            bar.inc(1);
         }
     }
     if let Some(f) = holder {
         for &k in &run.plan.ks.clone() {
             for kind in &hosts {
-                bar.set_message(format!("K={k} on {}", kind.name()));
+                run.progress.begin(&held_step(&f, kind.name(), k));
                 let result = per_instance_one_server(run, &f, *kind, k);
                 record_per_instance(run, &f.name, kind.name(), k, result);
-                bar.inc(1);
             }
             if run.plan.has_host(HostKind::Native) {
-                bar.set_message(format!("K={k} native processes"));
+                run.progress.begin(&held_step(&f, "native-process", k));
                 let result = per_instance_processes(run, &f, k);
                 record_per_instance(run, &f.name, "native-process", k, result);
-                bar.inc(1);
             }
         }
         record_fits(run, &f.name);
@@ -87,7 +117,7 @@ pub fn measure(run: &mut Run) {
             m.skipped("no function of the benchmark file holds requests open (memory.hold)"),
         );
     }
-    bar.finish_and_clear();
+    run.progress.end(MEASUREMENT);
 }
 
 /// One figure per host from all K: the least-squares slope of total PSS growth
@@ -146,8 +176,13 @@ fn start(run: &Run, f: &Function, kind: HostKind, label: &str) -> Result<Server,
         http::call(server.addr, &f.probe(), Duration::from_secs(10))
             .map_err(|e| MeasureError::Skipped(format!("warm-up: {e:#}")))?;
     }
-    // Let the allocator and the runtime settle after the warm-up.
-    std::thread::sleep(Duration::from_millis(100));
+    // Let the allocator and the runtime settle after the warm-up (`--quick`,
+    // not for figures, less: its ~36 starts would wait 3.6 s in all).
+    std::thread::sleep(if run.plan.quick {
+        SETTLE_AFTER_WARM_UP_QUICK
+    } else {
+        SETTLE_AFTER_WARM_UP
+    });
     Ok(server)
 }
 

@@ -3,8 +3,10 @@
 //! starts and stops the processes they compare.
 
 pub mod build_and_size;
+pub mod estimate;
 pub mod group;
 pub mod hashing_per_core;
+pub mod host_log;
 pub mod hosts;
 pub mod http;
 pub mod instance_cold_start;
@@ -14,7 +16,9 @@ pub mod oha;
 pub mod outcome;
 pub mod pin;
 pub mod plain;
+pub mod precompile;
 pub mod process_cold_start;
+pub mod progress;
 pub mod scenarios;
 pub mod services;
 pub mod tree;
@@ -26,7 +30,6 @@ use crate::report::{Metric, PlanInfo, Report};
 use anyhow::{Context, Result, bail};
 use hosts::{CommandHost, HostKind};
 use http::Request;
-use indicatif::{ProgressBar, ProgressStyle};
 use spinbench_host::instance::{compiled_cache, remote_source};
 use spinbench_host::manifest::{Digest, Manifest, Source, one_component};
 use std::collections::BTreeMap;
@@ -60,9 +63,15 @@ pub struct CompareArgs {
     /// Process starts per host for the process cold start.
     #[arg(long, default_value_t = 20)]
     pub runs: usize,
-    /// A first look, not for figures: 1 s loads (wrk's check after them only), 100 samples, 5 starts, K up to 100, the file's quick scenarios.
+    /// A first look (does everything run), not for figures: 0.3 s loads (wrk's check on the first function only), 100 samples, 5 starts, K up to 100, the file's quick scenarios; components loaded from the compiled-code cache `make build` fills (no compile timed, no empty-cache starts).
     #[arg(long)]
     pub quick: bool,
+    /// Compile every component of the file (and its WASIp3 build) into the cache `spinbench serve` uses, then exit without measuring: `make build` runs it, so a --quick run, which loads from that cache, compiles nothing.
+    #[arg(long, conflicts_with = "quick")]
+    pub precompile: bool,
+    /// Also show the hosts' own output (their start-up lines and stderr, kept in the run's hosts.log) as it comes.
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Where `<timestamp>/report.json` and friends are written.
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
@@ -194,6 +203,8 @@ pub struct Paths {
     pub runner: PathBuf,
     /// Scratch space for this run: code caches. Removed at the end.
     pub work: PathBuf,
+    /// The compiled-code cache the run's starts share (see `cache_dir`).
+    cache: PathBuf,
     /// The app's WASIp3 flavour's manifest.
     p3_manifest: Option<PathBuf>,
     /// Spin's runtime config file, for the hosts that read one.
@@ -206,15 +217,26 @@ pub struct Paths {
 }
 
 impl Paths {
-    pub fn new(file: &BenchFile, limits: &crate::limit_args::LimitArgs) -> Result<Paths> {
+    /// `persistent_cache`: the run's starts share `spinbench serve`'s cache
+    /// (`--quick`, `--precompile`) instead of one of the run's own.
+    pub fn new(
+        file: &BenchFile,
+        limits: &crate::limit_args::LimitArgs,
+        persistent_cache: bool,
+    ) -> Result<Paths> {
         let root = std::fs::canonicalize(&file.dir)
             .with_context(|| format!("directory {}", file.dir.display()))?;
         let work = std::env::temp_dir().join(format!("spinbench-compare-{}", std::process::id()));
         std::fs::create_dir_all(&work)?;
+        let cache = persistent_cache
+            .then(compiled_cache::default_dir)
+            .flatten()
+            .unwrap_or_else(|| work.join("cache"));
         Ok(Paths {
             root,
             runner: std::env::current_exe()?,
             work,
+            cache,
             p3_manifest: file.p3_manifest.clone(),
             runtime_config: file
                 .runtime_config
@@ -268,9 +290,14 @@ impl Paths {
         Ok(path)
     }
 
-    /// The shared warm code cache of this run.
+    /// The warm code cache the run's starts share: a full run's own, empty at
+    /// its start (its first start of each component compiles, and is timed as
+    /// such); under `--quick`, `spinbench serve`'s persistent one, which
+    /// `--precompile` (`make build`) fills, so a quick run compiles nothing.
+    /// Every entry is checked against the wasm's and the engine's hashes
+    /// before it is loaded (`compiled_cache`).
     pub fn cache_dir(&self) -> PathBuf {
-        self.work.join("cache")
+        self.cache.clone()
     }
 }
 
@@ -282,6 +309,12 @@ impl Drop for Paths {
         }
     }
 }
+
+/// `--quick`'s load run and its warm-up: enough for every host to answer
+/// every function's scenario under load (the question a quick run answers),
+/// short enough for the ~40 scenario × host runs to take seconds, not minutes.
+const QUICK_LOAD: Duration = Duration::from_millis(300);
+const QUICK_WARMUP: Duration = Duration::from_millis(100);
 
 /// What this run does: the options resolved, `--quick` applied.
 pub struct Plan {
@@ -340,12 +373,16 @@ impl Plan {
             functions,
             hosts,
             measurements,
-            load_duration: Duration::from_secs_f64(if quick { 1.0 } else { args.duration }),
-            warmup: Duration::from_secs_f64(if quick {
-                0.2
+            load_duration: if quick {
+                QUICK_LOAD
             } else {
-                (args.duration / 5.0).clamp(0.5, 3.0)
-            }),
+                Duration::from_secs_f64(args.duration)
+            },
+            warmup: if quick {
+                QUICK_WARMUP
+            } else {
+                Duration::from_secs_f64((args.duration / 5.0).clamp(0.5, 3.0))
+            },
             samples: if quick {
                 args.samples.min(100)
             } else {
@@ -426,24 +463,14 @@ pub struct Run {
     pub plan: Plan,
     pub paths: Paths,
     pub report: Report,
+    /// The run's progress line: each measurement begins its steps on it.
+    pub progress: progress::Progress,
 }
 
 impl Run {
     pub fn record(&mut self, metric: Metric) {
         self.report.push(metric);
     }
-}
-
-/// A progress bar for `len` steps of `what`.
-pub fn progress(what: &str, len: usize) -> ProgressBar {
-    let bar = ProgressBar::new(len as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>20} [{bar:30}] {pos}/{len} {elapsed} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(what.to_string());
-    bar
 }
 
 /// An app directory written for this run, removed when it ends.
@@ -471,13 +498,20 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     };
     let file = BenchFile::load(&from)?;
     let plan = Plan::from_args(args, functions(&file)?)?;
-    let paths = Paths::new(&file, &args.limits)?;
+    let paths = Paths::new(&file, &args.limits, args.quick || args.precompile)?;
+    if args.precompile {
+        return precompile::main(&plan, &paths);
+    }
     let out_dir = args.results_dir.join(crate::report::timestamp());
-    let report = Report::new(std::env::args().collect(), plan.info());
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let mut report = Report::new(std::env::args().collect(), plan.info());
+    report.host_log = Some(HOST_LOG.to_string());
+    let progress = progress::Progress::new(steps(&plan));
     let mut run = Run {
         plan,
         paths,
         report,
+        progress,
     };
 
     // A runtime of its own for the signal handler, which must run while the
@@ -487,6 +521,10 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         .enable_all()
         .build()?;
     group::stop_all_on_signal(&signals);
+    let host_log = host_log::HostLog::start(
+        &out_dir.join(HOST_LOG),
+        args.verbose.then(|| run.progress.clone()),
+    )?;
     let services = services::start(&file.services, &run.paths.root)?;
     // The in-process measurements run on one thread: the measuring loop, the
     // instance and a WASIp3 instance's worker task, so a request crosses no
@@ -501,16 +539,33 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     drop(services);
     // Every group is stopped by its guard already; this catches any leak.
     group::stop_all();
-    hosts::remove_logs();
+    run.progress.finish();
+    drop(host_log);
 
     run.report.finish(started.elapsed());
     spinbench_host::lines::stdout(&crate::report::table::terminal(&run.report))?;
     let written = crate::report::write(&run.report, &out_dir)?;
-    for path in &written {
-        spinbench_host::out_line!("wrote {}", path.display())?;
-    }
-    spinbench_host::out_line!("report: {}", out_dir.join("report.json").display())?;
+    spinbench_host::lines::stdout(&crate::report::where_it_is(&run.report, &out_dir, &written))?;
     crate::report::keep::keep(&run.report, &args.keep, baseline.as_ref())
+}
+
+/// The hosts' own output, in the run's results directory.
+pub const HOST_LOG: &str = "hosts.log";
+
+/// Every step the plan's measurements will take, in order.
+fn steps(plan: &Plan) -> Vec<progress::Step> {
+    Measurement::ALL
+        .into_iter()
+        .filter(|m| plan.measures(*m))
+        .flat_map(|m| match m {
+            Measurement::BuildAndSize => build_and_size::steps(plan),
+            Measurement::InstanceColdStart => instance_cold_start::steps(plan),
+            Measurement::HashingPerCore => hashing_per_core::steps(plan),
+            Measurement::ProcessColdStart => process_cold_start::steps(plan),
+            Measurement::Memory => memory::steps(plan),
+            Measurement::Load => load::steps(plan),
+        })
+        .collect()
 }
 
 fn measure_all(run: &mut Run, runtime: &tokio::runtime::Runtime) {

@@ -1,10 +1,13 @@
 //! Process cold start: from exec to the first `200` over loopback, repeated. The
-//! runner is started with its compiled-code cache warm and with an empty one
-//! (compilation included); each process serves one function, like the native one.
+//! runner is started with its compiled-code cache warm and, in a full run,
+//! with an empty one (compilation included); each process serves one
+//! function, like the native one.
 
+use super::estimate;
 use super::hosts::{self, Cache, HostKind, Server};
 use super::outcome::MeasureError;
-use super::{Function, Run};
+use super::progress::Step;
+use super::{Function, Plan, Run};
 use crate::model::Measurement;
 use crate::report::{Better, Metric};
 use anyhow::Result;
@@ -12,10 +15,13 @@ use std::time::Duration;
 
 const MEASUREMENT: Measurement = Measurement::ProcessColdStart;
 
+/// Why `--quick` has no empty-cache starts.
+pub const EMPTY_CACHE_FULL_RUNS_ONLY: &str = "full runs only: an empty-cache start compiles the component first (seconds for a Python or JavaScript app), which --quick leaves out";
+
 /// The variants timed for one function: (reported host, host kind, cache).
-fn variants(run: &Run) -> Vec<(&'static str, HostKind, Option<bool>)> {
+fn variants(plan: &Plan) -> Vec<(&'static str, HostKind, Option<bool>)> {
     let mut out = Vec::new();
-    for kind in &run.plan.hosts {
+    for kind in &plan.hosts {
         match kind {
             HostKind::Wasm => {
                 out.push(("wasm", *kind, Some(true)));
@@ -27,29 +33,60 @@ fn variants(run: &Run) -> Vec<(&'static str, HostKind, Option<bool>)> {
     out
 }
 
+/// Timed starts of a variant: compiling dominates an empty-cache start and
+/// varies little, so it gets fewer; `--quick` none.
+fn runs(plan: &Plan, warm: Option<bool>) -> usize {
+    match warm {
+        Some(false) if plan.quick => 0,
+        Some(false) => (plan.runs / 4).max(2),
+        _ => plan.runs,
+    }
+}
+
+/// Per function and variant: its starts (and the warm-up start before them).
+pub fn steps(plan: &Plan) -> Vec<Step> {
+    let variants = variants(plan);
+    plan.functions
+        .iter()
+        .flat_map(|f| variants.iter().filter_map(|v| step(plan, f, v)))
+        .collect()
+}
+
+/// The step of one variant of `f`, if it runs in this plan.
+fn step(
+    plan: &Plan,
+    f: &Function,
+    &(host, kind, warm): &(&'static str, HostKind, Option<bool>),
+) -> Option<Step> {
+    let runs = runs(plan, warm);
+    let each = match warm {
+        Some(false) => estimate::compile(f) + estimate::warm_start(f),
+        _ => estimate::start(f, kind != HostKind::Native),
+    };
+    let starts = runs + usize::from(warm != Some(false));
+    (runs > 0).then(|| Step::new(MEASUREMENT, &f.name, host, each * starts as u32))
+}
+
 pub fn measure(run: &mut Run) {
     let functions = run.plan.functions.clone();
-    let variants = variants(run);
-    let bar = super::progress("process cold start", functions.len() * variants.len());
+    let variants = variants(&run.plan);
     for f in functions {
-        for &(host, kind, warm) in &variants {
-            bar.set_message(format!("{} on {host}", f.name));
-            // Compiling dominates an empty-cache start and varies little: fewer runs.
-            let runs = if warm == Some(false) {
-                (run.plan.runs / 4).max(2)
-            } else {
-                run.plan.runs
-            };
+        for variant in &variants {
+            let &(host, kind, warm) = variant;
             let metric = Metric::new(MEASUREMENT, &f.name, host, "first_200", "ms", Better::Lower);
-            let metric = match starts(run, &f, kind, warm, runs) {
+            let Some(step) = step(&run.plan, &f, variant) else {
+                run.record(metric.skipped(EMPTY_CACHE_FULL_RUNS_ONLY));
+                continue;
+            };
+            run.progress.begin(&step);
+            let metric = match starts(run, &f, kind, warm, runs(&run.plan, warm)) {
                 Ok(samples) => metric.samples(samples),
                 Err(error) => metric.skipped(error.reason()),
             };
             run.record(metric);
-            bar.inc(1);
         }
     }
-    bar.finish_and_clear();
+    run.progress.end(MEASUREMENT);
 }
 
 /// `runs` timed starts after one untimed warm-up start (which also fills the

@@ -5,7 +5,7 @@
 //! the run ends, fails or is interrupted (`group`).
 
 use super::group::Group;
-use super::hosts::{last_line, log_path};
+use super::host_log::Output;
 use crate::benchfile::Service;
 use anyhow::{Context, Result, bail};
 use std::net::TcpStream;
@@ -24,26 +24,23 @@ pub fn start(services: &[Service], dir: &Path) -> Result<Running> {
     let mut groups = Vec::with_capacity(services.len());
     for service in services {
         let label = format!("service-line-{}", service.line);
-        let log = log_path(&label)?;
-        let stderr =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let mut cmd = Command::new(&service.command.program);
-        cmd.args(&service.command.args)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr);
+        cmd.args(&service.command.args).current_dir(dir);
+        let (output, log) = Output::for_host(&label, &cmd)?;
+        cmd.stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
         let group = Group::spawn(&mut cmd).with_context(|| {
             format!("starting the [[service]] of line {}: {cmd:?}", service.line)
         })?;
-        wait_ready(&group, service, &log)?;
+        wait_ready(&group, service, &output)?;
         groups.push(group);
     }
     Ok(Running { _groups: groups })
 }
 
 /// Polls `service.ready` with TCP connects; fails fast if the process exits.
-fn wait_ready(group: &Group, service: &Service, log: &Path) -> Result<()> {
+fn wait_ready(group: &Group, service: &Service, output: &Output) -> Result<()> {
     let started = Instant::now();
     while started.elapsed() < service.ready_timeout {
         if let Some(status) = group.exited() {
@@ -51,7 +48,7 @@ fn wait_ready(group: &Group, service: &Service, log: &Path) -> Result<()> {
                 "the [[service]] of line {} exited ({status}) before accepting on {}: {}",
                 service.line,
                 service.ready,
-                last_line(log)
+                output.last_line()
             );
         }
         if TcpStream::connect_timeout(&service.ready, Duration::from_millis(100)).is_ok() {
@@ -60,10 +57,10 @@ fn wait_ready(group: &Group, service: &Service, log: &Path) -> Result<()> {
         std::thread::sleep(Duration::from_millis(10));
     }
     bail!(
-        "the [[service]] of line {} did not accept on {} within {:?}; its log: {}",
+        "the [[service]] of line {} did not accept on {} within {:?}; its output: {}",
         service.line,
         service.ready,
         service.ready_timeout,
-        log.display()
+        output.describe()
     )
 }

@@ -6,7 +6,14 @@ use super::{Metric, Report};
 use crate::model::Measurement;
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
-use std::path::{Path, PathBuf};
+
+/// One chart: its file beside the report, its title, and its SVG (also
+/// inlined into report.html).
+pub struct Chart {
+    pub file: String,
+    pub title: String,
+    pub svg: String,
+}
 
 const SIZE: (u32, u32) = (900, 520);
 const PALETTE: [RGBColor; 7] = [
@@ -19,21 +26,22 @@ const PALETTE: [RGBColor; 7] = [
     RGBColor(227, 119, 194),
 ];
 
-pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut written = Vec::new();
+/// Every chart the report has figures for: each function's instance cold
+/// start, memory per instance against K, and the load figures relative to native.
+pub fn all(report: &Report) -> Result<Vec<Chart>> {
+    let mut charts = Vec::new();
     for function in &report.plan.functions {
         let series: Vec<&Metric> = report
             .metrics_of(Measurement::InstanceColdStart)
             .filter(|m| m.function == *function && m.metric == "total" && m.samples.len() > 1)
             .collect();
         if !series.is_empty() {
-            let path = dir.join(format!("cold-start-{function}.svg"));
-            distribution(
-                &path,
-                &format!("{function}: instance cold start (total, µs, log)"),
-                &series,
-            )?;
-            written.push(path);
+            let title = format!("{function}: instance cold start (total, µs, log)");
+            charts.push(Chart {
+                file: format!("cold-start-{function}.svg"),
+                svg: distribution(&title, &series)?,
+                title,
+            });
         }
     }
     let per_k: Vec<&Metric> = report
@@ -41,9 +49,11 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
         .filter(|m| m.metric == "pss_per_instance" && m.k.is_some())
         .collect();
     if !per_k.is_empty() {
-        let path = dir.join("memory-per-instance.svg");
-        memory_vs_k(&path, &per_k)?;
-        written.push(path);
+        charts.push(Chart {
+            file: "memory-per-instance.svg".into(),
+            title: MEMORY_TITLE.into(),
+            svg: memory_vs_k(&per_k)?,
+        });
     }
     for (metric, file, title) in [
         (
@@ -67,26 +77,31 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
             .filter(|m| m.metric == metric)
             .collect();
         if rows.iter().any(|m| m.summary.is_some()) {
-            let path = dir.join(file);
-            relative_bars(&path, title, &report.plan.functions, &rows)?;
-            written.push(path);
+            charts.push(Chart {
+                file: file.into(),
+                title: title.into(),
+                svg: relative_bars(title, &report.plan.functions, &rows)?,
+            });
         }
     }
-    Ok(written)
+    Ok(charts)
 }
+
+const MEMORY_TITLE: &str = "memory per live instance (PSS growth / K, KiB, log-log)";
 
 fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing chart: {e:?}")
 }
 
 /// Quantile curves: x is the percentile, y the sample value on a log axis.
-fn distribution(path: &Path, title: &str, series: &[&Metric]) -> Result<()> {
+fn distribution(title: &str, series: &[&Metric]) -> Result<String> {
     let all = series
         .iter()
         .flat_map(|m| m.samples.iter().copied())
         .filter(|v| *v > 0.0);
     let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
@@ -117,7 +132,10 @@ fn distribution(path: &Path, title: &str, series: &[&Metric]) -> Result<()> {
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
     }
     legend(&mut chart)?;
-    root.present().map_err(plot_err)
+    root.present().map_err(plot_err)?;
+    drop(chart);
+    drop(root);
+    Ok(svg)
 }
 
 fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
@@ -136,7 +154,7 @@ where
 }
 
 /// PSS growth per live instance against K, one line per host and function, both axes log.
-fn memory_vs_k(path: &Path, metrics: &[&Metric]) -> Result<()> {
+fn memory_vs_k(metrics: &[&Metric]) -> Result<String> {
     let ks: Vec<f64> = metrics
         .iter()
         .filter_map(|m| m.k)
@@ -157,13 +175,11 @@ fn memory_vs_k(path: &Path, metrics: &[&Metric]) -> Result<()> {
     } else {
         (lo, hi)
     };
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "memory per live instance (PSS growth / K, KiB, log-log)",
-            ("sans-serif", 20),
-        )
+        .caption(MEMORY_TITLE, ("sans-serif", 20))
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(70)
@@ -203,16 +219,14 @@ fn memory_vs_k(path: &Path, metrics: &[&Metric]) -> Result<()> {
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
     }
     legend(&mut chart)?;
-    root.present().map_err(plot_err)
+    root.present().map_err(plot_err)?;
+    drop(chart);
+    drop(root);
+    Ok(svg)
 }
 
 /// Grouped bars: per function, each host's median over native's.
-fn relative_bars(
-    path: &Path,
-    title: &str,
-    functions: &[String],
-    metrics: &[&Metric],
-) -> Result<()> {
+fn relative_bars(title: &str, functions: &[String], metrics: &[&Metric]) -> Result<String> {
     let mut all_hosts: Vec<&str> = metrics
         .iter()
         .map(|m| m.host.as_str())
@@ -237,7 +251,8 @@ fn relative_bars(
         }
     }
     let top = bars.iter().map(|b| b.2).fold(1.2, f64::max) * 1.1;
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
@@ -290,5 +305,57 @@ fn relative_bars(
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
     }
     legend(&mut chart)?;
-    root.present().map_err(plot_err)
+    root.present().map_err(plot_err)?;
+    drop(chart);
+    drop(root);
+    Ok(svg)
+}
+
+/// Horizontal bars: each labelled figure's now / baseline ratio (`spinbench
+/// diff`), red where it got worse, green where better, with a line at 1.
+pub fn ratios(title: &str, bars: &[(String, f64, bool)]) -> Result<String> {
+    const WORSE: RGBColor = RGBColor(214, 39, 40);
+    const BETTER: RGBColor = RGBColor(44, 160, 44);
+    let n = bars.len().max(1);
+    let top = bars.iter().map(|b| b.1).fold(1.2, f64::max) * 1.1;
+    let height = 110 + 26 * n as u32;
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(330)
+        .build_cartesian_2d(0f64..top, -0.5f64..n as f64 - 0.5)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|y| {
+            bars.get(y.round() as usize)
+                .filter(|_| (y - y.round()).abs() < 0.01)
+                .map_or(String::new(), |b| b.0.chars().take(48).collect())
+        })
+        .x_desc("now / baseline")
+        .draw()
+        .map_err(plot_err)?;
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, (_, ratio, worse))| {
+            let color = if *worse { WORSE } else { BETTER };
+            let y = i as f64;
+            Rectangle::new([(0.0, y - 0.35), (*ratio, y + 0.35)], color.filled())
+        }))
+        .map_err(plot_err)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(1.0, -0.5), (1.0, n as f64 - 0.5)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(plot_err)?;
+    root.present().map_err(plot_err)?;
+    drop(chart);
+    drop(root);
+    Ok(svg)
 }

@@ -27,6 +27,9 @@ pub struct DiffArgs {
     pub old: PathBuf,
     /// The report.json compared with it.
     pub new: PathBuf,
+    /// Also write the comparison as one self-contained page (headline, chart, warnings, every figure, how both runs were made).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub gate: GateArgs,
 }
@@ -50,11 +53,37 @@ impl std::error::Error for Regressed {}
 /// The process exit code of a regression, apart from 1 (the run failed) and 2 (bad arguments).
 pub const REGRESSED_EXIT_CODE: u8 = 3;
 
-/// A report as read back: only what a comparison needs.
+/// A report as read back: what a comparison needs, and (for its page) how
+/// the run was made.
 #[derive(Debug, Deserialize)]
 pub struct Saved {
     pub schema: String,
     pub metrics: Vec<SavedMetric>,
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub duration_s: f64,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub machine: Option<SavedMachine>,
+    #[serde(default)]
+    pub plan: Option<SavedPlan>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct SavedMachine {
+    pub cpu_model: String,
+    pub cores: usize,
+    pub kernel: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct SavedPlan {
+    #[serde(default)]
+    pub quick: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -97,7 +126,7 @@ pub struct Change {
 }
 
 impl Change {
-    fn label(&self) -> String {
+    pub fn label(&self) -> String {
         let m = &self.new;
         let k = m.k.map_or(String::new(), |k| format!(" K={k}"));
         format!(
@@ -239,10 +268,20 @@ pub fn markdown(changes: &[Change]) -> String {
     out
 }
 
-/// `spinbench diff`: prints the tables; fails with [`Regressed`] past the gate.
+/// `spinbench diff`: prints the tables (and with `--html` writes the page);
+/// fails with [`Regressed`] past the gate.
 pub fn main(args: &DiffArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
     let old = read(&args.old)?;
     let new = read(&args.new)?;
+    if let Some(path) = &args.html {
+        check_selectors(&args.gate, &new)?;
+        let changes = changes(&old, &new);
+        let regressed = regressions(&changes, &args.gate);
+        let page = super::html::diff((&args.old, &old), (&args.new, &new), &changes, &regressed)?;
+        std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+        spinbench_host::out_line!("open: {}", path.display())?;
+    }
     compare_with(&old, &new, &args.gate)
 }
 

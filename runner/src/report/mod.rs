@@ -59,9 +59,10 @@
 //!   } ],
 //!   "ratios": [ { "measurement", "function", "metric", "k", "host", "baseline",
 //!                 "ratio" } ],       // host p50 / baseline p50, within this run
-//!   "warnings": [ "..." ]       // noisy series; oha and wrk more than 10 % apart (with why),
+//!   "warnings": [ "..." ],      // noisy series; oha and wrk more than 10 % apart (with why),
 //!                               // or their server CPU per request more than 15 % apart;
 //!                               // the wrk check skipped (wrk not on PATH)
+//!   "host_log": "hosts.log"     // compare: the hosts' own output, beside the report (absent: load)
 //! }
 //! ```
 //!
@@ -71,6 +72,8 @@
 
 pub mod charts;
 pub mod diff;
+pub mod headline;
+pub mod html;
 pub mod keep;
 mod metric;
 pub mod table;
@@ -152,6 +155,10 @@ pub struct Report {
     pub metrics: Vec<Metric>,
     pub ratios: Vec<Ratio>,
     pub warnings: Vec<String>,
+    /// The hosts' own output (their start-up lines, their stderr), relative to
+    /// the report's directory; `None` where no host was started (`load`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_log: Option<String>,
 }
 
 /// What clients saw, most frequent first: `503 ×667, connection refused ×2`.
@@ -188,6 +195,7 @@ impl Report {
             metrics: Vec::new(),
             ratios: Vec::new(),
             warnings: Vec::new(),
+            host_log: None,
         }
     }
 
@@ -419,18 +427,45 @@ fn wrk_version() -> Option<String> {
     line.starts_with("wrk ").then(|| line.to_string())
 }
 
-/// Writes report.json, report.md and the charts into `dir`; returns what it wrote.
+/// Writes report.json, report.md, report.html and the charts into `dir`;
+/// returns what it wrote.
 pub fn write(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let json = dir.join("report.json");
-    std::fs::write(&json, serde_json::to_vec_pretty(report)?)
-        .with_context(|| format!("writing {}", json.display()))?;
-    let md = dir.join("report.md");
-    std::fs::write(&md, table::markdown(report))
-        .with_context(|| format!("writing {}", md.display()))?;
-    let mut written = vec![json, md];
-    written.extend(charts::write_all(report, dir)?);
+    let charts = charts::all(report)?;
+    let mut written = Vec::new();
+    for (name, bytes) in [
+        ("report.json", serde_json::to_vec_pretty(report)?),
+        ("report.md", table::markdown(report).into_bytes()),
+        ("report.html", html::report(report, &charts).into_bytes()),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    for chart in &charts {
+        let path = dir.join(&chart.file);
+        std::fs::write(&path, &chart.svg).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
     Ok(written)
+}
+
+/// The last lines of a run: what it wrote where, and the page to open.
+pub fn where_it_is(report: &Report, dir: &Path, written: &[PathBuf]) -> String {
+    let charts = written
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .count();
+    let mut out = format!(
+        "\nwrote report.json, report.md, report.html and {charts} chart(s) into {}\n",
+        dir.display()
+    );
+    if let Some(log) = &report.host_log {
+        out.push_str(&format!("hosts' output: {}\n", dir.join(log).display()));
+    }
+    out.push_str(&format!("report: {}\n", dir.join("report.json").display()));
+    out.push_str(&format!("open: {}\n", dir.join("report.html").display()));
+    out
 }
 
 /// `YYYYmmdd-HHMMSS` (UTC), for the results directory's name.

@@ -6,12 +6,16 @@ use super::{Metric, Report, is_baseline};
 use crate::model::Measurement;
 use crate::stats;
 
-struct Table {
-    title: String,
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-    notes: Vec<String>,
+/// One measurement's table, however it is rendered.
+pub(super) struct Table {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub notes: Vec<String>,
 }
+
+/// The widest a warning's line on the terminal gets (the full text is in the report).
+const WARNING_WIDTH: usize = 110;
 
 pub fn terminal(report: &Report) -> String {
     let mut out = String::new();
@@ -51,12 +55,31 @@ pub fn terminal(report: &Report) -> String {
         }
     }
     if !report.warnings.is_empty() {
-        out.push_str("\nwarnings:\n");
+        out.push_str(&format!(
+            "\n{} warning(s), one line each (the full text in report.md and report.html):\n",
+            report.warnings.len()
+        ));
         for w in &report.warnings {
-            out.push_str(&format!("  ! {w}\n"));
+            out.push_str(&format!("  ! {}\n", gist(w)));
         }
     }
     out
+}
+
+/// A warning's gist on one line: what it is about and what happened (up to
+/// its second `: `, where the why begins), at most [`WARNING_WIDTH`] characters.
+pub fn gist(warning: &str) -> String {
+    let flat = warning.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut = flat
+        .match_indices(": ")
+        .nth(1)
+        .map_or(flat.as_str(), |(at, _)| &flat[..at]);
+    if cut.chars().count() <= WARNING_WIDTH {
+        return cut.to_string();
+    }
+    let mut short: String = cut.chars().take(WARNING_WIDTH - 1).collect();
+    short.push('…');
+    short
 }
 
 fn pad(cell: &str, width: usize, left: bool) -> String {
@@ -82,6 +105,11 @@ pub fn markdown(report: &Report) -> String {
         report.duration_s,
         report.command.join(" "),
     );
+    if let Some(log) = &report.host_log {
+        out.push_str(&format!(
+            "\nThe hosts' own output (their start-up lines and stderr): [{log}]({log}).\n"
+        ));
+    }
     if !report.versions.host.is_empty() {
         let served_by: Vec<String> = report
             .versions
@@ -122,7 +150,7 @@ pub fn markdown(report: &Report) -> String {
     out
 }
 
-fn tables(report: &Report) -> Vec<Table> {
+pub(super) fn tables(report: &Report) -> Vec<Table> {
     Measurement::ALL
         .into_iter()
         .filter_map(|m| table(report, m))
@@ -315,6 +343,25 @@ mod tests {
         assert_eq!(fmt(12.34, "us"), "12.3 µs");
         assert_eq!(fmt(3.0 * 1_048_576.0, "bytes"), "3.0 MiB");
         assert_eq!(fmt(45678.0, "req/s"), "45.7k req/s");
+    }
+
+    /// A warning on the terminal is one line: its subject and what happened,
+    /// not the why that follows; a long one is cut.
+    #[test]
+    fn a_warning_is_one_line_on_the_terminal() {
+        assert_eq!(
+            gist(
+                "load hello wasm: oha and wrk differ by +12 % (1 vs 2): the server spent\nthe same"
+            ),
+            "load hello wasm: oha and wrk differ by +12 % (1 vs 2)"
+        );
+        assert_eq!(
+            gist("instance_cold_start hello wasm total: high spread"),
+            "instance_cold_start hello wasm total: high spread"
+        );
+        let long = gist(&format!("load io wasm: {}", "x".repeat(600)));
+        assert_eq!(long.chars().count(), WARNING_WIDTH);
+        assert!(long.ends_with('…') && !long.contains('\n'));
     }
 
     #[test]

@@ -20,9 +20,11 @@ mod wrk_check;
 
 pub use remote::{LoadArgs, main};
 
+use super::estimate;
 use super::hosts::{self, Cache, HostKind, Server};
 use super::oha;
 use super::outcome::MeasureError;
+use super::progress::Step;
 use super::scenarios::{Scenario, check_open_files, scenarios};
 use super::tree::{self, Kind};
 use super::wrk;
@@ -48,7 +50,7 @@ const MEASUREMENT: Measurement = Measurement::Load;
 const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// How long the server gets to give memory back before "RSS after" (`--quick`: less).
 const SETTLE_AFTER_LOAD: Duration = Duration::from_secs(1);
-const SETTLE_AFTER_LOAD_QUICK: Duration = Duration::from_millis(200);
+const SETTLE_AFTER_LOAD_QUICK: Duration = Duration::from_millis(100);
 /// How long a host that hit a limit gets to answer the probe again before it
 /// counts as broken rather than full.
 const RECOVERY: Duration = Duration::from_secs(10);
@@ -220,7 +222,7 @@ fn load_server(
     warm_up(&base, scenario, plan, body)?;
     // wrk's first half, before oha's timed run; its second comes after (`wrk_run`).
     // `--quick` (not for figures) runs the second only.
-    let wrk_checks = wrk_checks(scenario);
+    let wrk_checks = wrk_checks(plan, f, scenario);
     let wrk_before = (wrk_checks && !plan.quick).then(|| wrk_run(server, t, plan, paths, body));
     let sampler = RssSampler::start(pid);
     let machine_before = procfs::machine_busy_seconds()?;
@@ -328,32 +330,13 @@ pub fn measure_compare(run: &mut Run) {
                 .into(),
         );
     }
-    let functions = run.plan.functions.clone();
-    let all: Vec<(&Function, Scenario)> = functions
-        .iter()
-        .flat_map(|f| {
-            scenarios(f, cores, run.plan.quick)
-                .into_iter()
-                .map(move |s| (f, s))
-        })
-        .collect();
-    // (scenario, host, a native variant of the benchmark file instead of the host's server)
-    let mut targets: Vec<(usize, HostKind, Option<&Variant>)> = Vec::new();
-    for (i, (f, _)) in all.iter().enumerate() {
-        targets.extend(run.plan.hosts.iter().map(|h| (i, *h, None)));
-        if run.plan.has_host(HostKind::Native) {
-            let variants = f.spec.native.iter().flat_map(|n| &n.variants);
-            targets.extend(variants.map(|v| (i, HostKind::Native, Some(v))));
-        }
-    }
-    let bar = super::progress("load", targets.len());
+    let plan = &run.plan;
+    let all = every_scenario(plan, cores);
+    let targets = targets(plan, &all);
+    let mut metrics = Vec::new();
     for (i, kind, variant) in targets {
         let (f, scenario) = (all[i].0, &all[i].1);
-        let host = match variant {
-            Some(v) => v.host.clone(),
-            None => kind.name().to_string(),
-        };
-        bar.set_message(format!("{} ({} users) on {host}", f.name, scenario.users));
+        let host = host_name(kind, variant);
         let target = Target {
             f,
             kind,
@@ -361,9 +344,12 @@ pub fn measure_compare(run: &mut Run) {
             host: &host,
             scenario,
         };
-        let metrics = match load_target(&run.paths, &run.plan, &target, cores) {
-            Ok(metrics) => metrics,
-            Err(error) => vec![
+        if scenario.skip.is_none() {
+            run.progress.begin(&step(plan, &target));
+        }
+        match load_target(&run.paths, plan, &target, cores) {
+            Ok(of_target) => metrics.extend(of_target),
+            Err(error) => metrics.push(
                 metric(
                     &f.name,
                     &host,
@@ -373,14 +359,91 @@ pub fn measure_compare(run: &mut Run) {
                     Better::Higher,
                 )
                 .skipped(error.reason()),
-            ],
-        };
-        for metric in metrics {
-            run.record(metric);
+            ),
         }
-        bar.inc(1);
     }
-    bar.finish_and_clear();
+    for metric in metrics {
+        run.record(metric);
+    }
+    run.progress.end(MEASUREMENT);
+}
+
+/// Every load scenario of every function, sized for the server's `cores`.
+fn every_scenario(plan: &Plan, cores: usize) -> Vec<(&Function, Scenario)> {
+    plan.functions
+        .iter()
+        .flat_map(|f| {
+            scenarios(f, cores, plan.quick)
+                .into_iter()
+                .map(move |s| (f, s))
+        })
+        .collect()
+}
+
+/// (scenario, host, a native variant of the benchmark file instead of the host's server)
+fn targets<'a>(
+    plan: &Plan,
+    all: &[(&'a Function, Scenario)],
+) -> Vec<(usize, HostKind, Option<&'a Variant>)> {
+    let mut targets = Vec::new();
+    for (i, &(f, _)) in all.iter().enumerate() {
+        targets.extend(plan.hosts.iter().map(|h| (i, *h, None)));
+        if plan.has_host(HostKind::Native) {
+            let variants = f.spec.native.iter().flat_map(|n| &n.variants);
+            targets.extend(variants.map(|v| (i, HostKind::Native, Some(v))));
+        }
+    }
+    targets
+}
+
+fn host_name(kind: HostKind, variant: Option<&Variant>) -> String {
+    match variant {
+        Some(v) => v.host.clone(),
+        None => kind.name().to_string(),
+    }
+}
+
+/// Every scenario that runs, on every host.
+pub fn steps(plan: &Plan) -> Vec<Step> {
+    let all = every_scenario(plan, plan.pinning.server_cores());
+    targets(plan, &all)
+        .into_iter()
+        .filter(|(i, _, _)| all[*i].1.skip.is_none())
+        .map(|(i, kind, variant)| {
+            let host = host_name(kind, variant);
+            step(
+                plan,
+                &Target {
+                    f: all[i].0,
+                    kind,
+                    variant,
+                    host: &host,
+                    scenario: &all[i].1,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The host's start, the warm-up and the timed run (or the steady-state run),
+/// the pause after it, and wrk's check.
+fn step(plan: &Plan, t: &Target) -> Step {
+    let runs = match t.scenario.ramp_up {
+        Some(ramp_up) => steady_run_for(ramp_up, plan),
+        None => plan.warmup + plan.load_duration,
+    };
+    let settle = if plan.quick {
+        SETTLE_AFTER_LOAD_QUICK
+    } else {
+        SETTLE_AFTER_LOAD
+    };
+    let wrk = if wrk_checks(plan, t.f, t.scenario) {
+        wrk::half_duration(plan.load_duration) * if plan.quick { 1 } else { 2 }
+    } else {
+        Duration::ZERO
+    };
+    let planned = estimate::start(t.f, t.kind != HostKind::Native) + runs + settle + wrk;
+    Step::new(MEASUREMENT, &t.f.name, t.host, planned).detail(format!("{} users", t.scenario.users))
 }
 
 /// One scenario on one host.

@@ -70,6 +70,8 @@ pub fn main(args: &LoadArgs) -> Result<()> {
         samples: 1,
         runs: 1,
         quick: args.quick,
+        precompile: false,
+        verbose: false,
         results_dir: args.results_dir.clone(),
         keep: crate::report::keep::KeepArgs::default(),
         command_hosts: Vec::new(),
@@ -125,8 +127,8 @@ pub fn main(args: &LoadArgs) -> Result<()> {
     report.finish(started.elapsed());
     spinbench_host::lines::stdout(&crate::report::table::terminal(&report))?;
     let out_dir = args.results_dir.join(crate::report::timestamp());
-    crate::report::write(&report, &out_dir)?;
-    spinbench_host::out_line!("report: {}", out_dir.join("report.json").display())?;
+    let written = crate::report::write(&report, &out_dir)?;
+    spinbench_host::lines::stdout(&crate::report::where_it_is(&report, &out_dir, &written))?;
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 use super::figures::{cpu_per_request, metric};
 use super::{CpuMark, Target};
 use crate::compare::wrk;
-use crate::compare::{Paths, Plan, hosts::Server, scenarios::Scenario};
+use crate::compare::{Function, Paths, Plan, hosts::Server, scenarios::Scenario};
 use crate::report::{Better, Metric};
 use anyhow::Result;
 use std::path::Path;
@@ -38,8 +38,15 @@ impl WrkRun {
 /// Whether wrk checks this scenario: not one read in steady state (wrk's count
 /// over its whole run includes the ramp-up, which oha's steady-state window
 /// leaves out), nor without wrk (the report says the check was skipped, once).
-pub(super) fn wrk_checks(scenario: &Scenario) -> bool {
-    scenario.ramp_up.is_none() && wrk::find().is_ok()
+/// `--quick` checks the plan's first function only: wrk runs whole seconds,
+/// longer than a quick load, and one function per host shows it runs.
+pub(super) fn wrk_checks(plan: &Plan, f: &Function, scenario: &Scenario) -> bool {
+    let checked = !plan.quick
+        || plan
+            .functions
+            .first()
+            .is_some_and(|first| first.name == f.name);
+    checked && scenario.ramp_up.is_none() && wrk::find().is_ok()
 }
 
 /// One half of wrk's check on the (warm) server: half of its time, just before
