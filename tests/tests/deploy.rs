@@ -168,7 +168,7 @@ fn bad_images_exit_non_zero_with_the_reason_while_others_carry_on() {
     );
     assert!(
         good.log()
-            .contains("container memory limit 256 MiB: up to 11 instances of 16 MiB"),
+            .contains("memory limit 256 MiB: up to 11 instances of at most 16 MiB"),
         "{}",
         good.log()
     );
