@@ -77,14 +77,7 @@ impl AppDir {
     /// Puts the file `name` of `from` at `relative`: hard-linked where it
     /// can be (the same file system), else copied.
     pub fn place(&self, from: &Dir, name: &str, relative: &RelativePath) -> Result<Placed> {
-        if let Some(parent) = relative
-            .as_path()
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-        {
-            let parent = parent.to_str().context("a path that is not UTF-8")?;
-            self.create_dirs(&RelativePath::new(parent)?)?;
-        }
+        self.create_parents(relative)?;
         match from.hard_link(name, &self.dir, relative.as_path()) {
             Ok(()) => return Ok(Placed::New),
             Err(error) if error.kind() == ErrorKind::AlreadyExists => return Ok(Placed::Existing),
@@ -100,8 +93,9 @@ impl AppDir {
         Ok(Placed::New)
     }
 
-    /// A new file at `relative`, or `None` if the name is taken.
-    fn create_new(&self, relative: &RelativePath) -> Result<Option<cap_std::fs::File>> {
+    /// The directories above `relative`, made beneath the root as
+    /// `create_dirs` makes them.
+    fn create_parents(&self, relative: &RelativePath) -> Result<()> {
         if let Some(parent) = relative
             .as_path()
             .parent()
@@ -110,6 +104,12 @@ impl AppDir {
             let parent = parent.to_str().context("a path that is not UTF-8")?;
             self.create_dirs(&RelativePath::new(parent)?)?;
         }
+        Ok(())
+    }
+
+    /// A new file at `relative`, or `None` if the name is taken.
+    fn create_new(&self, relative: &RelativePath) -> Result<Option<cap_std::fs::File>> {
+        self.create_parents(relative)?;
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         match self.dir.open_with(relative.as_path(), &options) {
