@@ -70,6 +70,7 @@ endif
 	$(SPINBENCH) build -f tests/apps/outbound
 	$(SPINBENCH) build -f tests/apps/hostile
 	$(SPINBENCH) build -f tests/apps/files
+	$(SPINBENCH) build -f tests/apps/parity
 	$(MAKE) $(PY_SDKS:%=tests/apps/python/%/app.wasm) tests/apps/js/dist/js-app.wasm
 
 # The Python and JavaScript apps, rebuilt only when their sources change (each

@@ -150,6 +150,9 @@ struct ServeArgs {
     /// Where the default key-value store and SQLite database live [default: .spin beside the manifest]; "" keeps them in memory (Spin's flag).
     #[arg(long)]
     state_dir: Option<String>,
+    /// Serve only this component and the triggers naming it; repeatable (Spin's flag; SpinKube's variable takes a comma-separated list). A kept component that chains to one left out is refused, as by Spin.
+    #[arg(short = 'c', long = "component-id", env = "SPIN_COMPONENTS_TO_RETAIN", value_delimiter = ',')]
+    component_ids: Vec<String>,
 }
 
 impl ServeArgs {
@@ -288,7 +291,7 @@ fn serve(args: &ServeArgs) -> Result<()> {
         &args.registry,
         args.cache_dir.as_deref(),
     )?;
-    let manifest = manifest::Manifest::load(&path)?;
+    let manifest = manifest::Manifest::load_retaining(&path, &args.component_ids)?;
     let host = host::Host::new(&manifest, &args.host_options()?)?;
     host::serve(host, args.serve_options()?)
 }

@@ -20,6 +20,7 @@ pub mod contract;
 pub mod database;
 mod http;
 pub mod node;
+pub mod parity;
 pub mod process;
 pub mod registry;
 pub mod report;

@@ -5,7 +5,10 @@
 
 use super::outbound_hosts::AllowedHosts;
 use super::runtime_config::RuntimeConfig;
-use super::{files, key_value, llm, mysql, outbound_http, postgres, sqlite};
+use super::{
+    connection_limits, files, key_value, llm, mysql, outbound_http, postgres, service_chaining,
+    sqlite,
+};
 use crate::manifest::{Manifest, variables};
 use anyhow::{Result, anyhow};
 use std::collections::BTreeMap;
@@ -54,16 +57,23 @@ pub struct AppServices {
     pub sqlite: sqlite::Databases,
     /// Where requests to the application itself go, once `serve` listens.
     pub self_origin: outbound_http::SelfOrigin,
+    /// Where requests to `<component>.spin.internal` go, once the application is built.
+    pub chain: service_chaining::Chain,
+    /// The runtime config's cap on open outbound HTTP connections.
+    pub http_connections: connection_limits::ConnectionLimit,
 }
 
 impl AppServices {
     /// The stores and databases `runtime_config` defines (none opened yet).
     pub fn new(runtime_config: RuntimeConfig) -> Result<Self> {
         llm::check_runtime_config(&runtime_config)?;
+        let http_connections = connection_limits::check(&runtime_config)?;
         Ok(Self {
+            http_connections: connection_limits::ConnectionLimit::new(http_connections),
             key_value: key_value::Stores::from_config(&runtime_config)?,
             sqlite: sqlite::Databases::from_config(&runtime_config)?,
             self_origin: outbound_http::SelfOrigin::default(),
+            chain: service_chaining::Chain::default(),
             runtime_config,
         })
     }
@@ -79,6 +89,8 @@ impl ComponentContext {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<BTreeMap<String, Arc<ComponentContext>>> {
         let application = variables::application_values(&manifest.variables, env)?;
+        // `*.spin.internal` grants each component of the app, by name.
+        let component_ids: Vec<String> = manifest.component.keys().cloned().collect();
         ids.into_iter()
             .map(|id| {
                 let component = manifest
@@ -105,7 +117,8 @@ impl ComponentContext {
                     &expand(&component.allowed_outbound_hosts).map_err(in_component)?,
                     &expand(&component.allowed_http_hosts).map_err(in_component)?,
                 )
-                .map_err(in_component)?;
+                .map_err(in_component)?
+                .expand_service_chaining(&component_ids);
                 let files = files::Mount::for_component(
                     manifest.base_dir(),
                     &component.files,

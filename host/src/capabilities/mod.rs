@@ -11,6 +11,7 @@
 //! Host functions reach a store's data through [`HostState`], so this module
 //! does not depend on how the instance machinery lays its stores out.
 
+pub mod connection_limits;
 pub mod context;
 pub mod environment;
 pub mod files;
@@ -24,6 +25,7 @@ mod pools;
 pub mod postgres;
 pub mod redis;
 pub mod runtime_config;
+pub mod service_chaining;
 pub mod sockets;
 pub mod sqlite;
 pub mod variables;

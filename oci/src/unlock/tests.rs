@@ -123,13 +123,9 @@ type Change = fn(&mut serde_json::Value);
 #[test]
 fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
     let wasm = module(3, 200);
-    let cases: [(&str, Change); 5] = [
+    let cases: [(&str, Change); 4] = [
         ("uncomposed", |app| {
             app["components"][0]["dependencies"] = serde_json::json!({ "a:b/c": { "source": {} } });
-        }),
-        ("service chaining", |app| {
-            app["components"][0]["host_requirements"] =
-                serde_json::json!({ "local_service_chaining": "required" });
         }),
         ("not a relative path", |app| {
             app["components"][0]["files"][0]["path"] = "../escape".into();
@@ -155,4 +151,27 @@ fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
         assert!(error.contains(expected), "{expected}: {error}");
         assert!(!error.contains('\n'), "{error}");
     }
+}
+
+#[test]
+fn service_chaining_required_is_served_with_its_allow_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = module(3, 200);
+    let store = store_with(dir.path(), &[&wasm]);
+    let mut json = spin_written(&wasm);
+    json["spin_lock_version"] = 1.into();
+    json["must_understand"] = serde_json::json!(["component_host_requirements"]);
+    json["components"][0]["metadata"]["allowed_outbound_hosts"] =
+        serde_json::json!(["http://back.spin.internal"]);
+    json["components"][0]["host_requirements"] =
+        serde_json::json!({ "local_service_chaining": "required" });
+    let app_dir = dir.path().join("app");
+    std::fs::create_dir(&app_dir).unwrap();
+    write_app(&locked(&json), &store, &app_dir).unwrap();
+    let manifest = Manifest::load(&app_dir.join(MANIFEST_FILE)).unwrap();
+    spinbench_host::manifest::hosting::check(&manifest).unwrap();
+    assert_eq!(
+        manifest.component["hello"].allowed_outbound_hosts,
+        ["http://back.spin.internal"]
+    );
 }
