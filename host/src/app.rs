@@ -215,11 +215,14 @@ impl Host {
     /// cannot be reached), then returns what delivers their messages: it
     /// ends only if a server goes away, with that error (never, without Redis
     /// triggers). `serve` runs it beside the listener.
-    pub(crate) async fn start_triggers(&self) -> Result<futures::future::BoxFuture<'static, anyhow::Error>> {
+    pub(crate) async fn start_triggers(
+        &self,
+    ) -> Result<futures::future::BoxFuture<'static, anyhow::Error>> {
         use futures::FutureExt;
         let mut running = Vec::new();
         for subscription in self.subscriptions.clone() {
-            let delivery = crate::trigger::redis::subscribe(subscription, self.redis_dispatcher()).await?;
+            let delivery =
+                crate::trigger::redis::subscribe(subscription, self.redis_dispatcher()).await?;
             running.push(delivery.boxed());
         }
         if running.is_empty() {
@@ -227,7 +230,9 @@ impl Host {
         }
         Ok(async move {
             let (ended, _, _) = futures::future::select_all(running).await;
-            ended.err().unwrap_or_else(|| anyhow::anyhow!("a Redis trigger stopped"))
+            ended
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("a Redis trigger stopped"))
         }
         .boxed())
     }
@@ -313,7 +318,14 @@ impl Host {
             Err(refusal) => return (self.busy(refusal), Some(component)),
         };
         let request = with_spin_headers(request, &matched, client);
-        let response = serve_component(self.application(), self.body_limits, component, request, permit).await;
+        let response = serve_component(
+            self.application(),
+            self.body_limits,
+            component,
+            request,
+            permit,
+        )
+        .await;
         (response, Some(component))
     }
 
@@ -430,11 +442,7 @@ where
 /// Builds the pooled application on a thread of its own and, once it is
 /// ready, hands it to the host; if the pool cannot be had, the on-demand
 /// engine keeps serving (with the same warning a failed pool gives at start).
-fn prepare_pool(
-    plan: Arc<Plan>,
-    apps: Arc<Applications>,
-    admission: Arc<Admission>,
-) -> Result<()> {
+fn prepare_pool(plan: Arc<Plan>, apps: Arc<Applications>, admission: Arc<Admission>) -> Result<()> {
     let since = Instant::now();
     std::thread::Builder::new()
         .name("pool-setup".into())

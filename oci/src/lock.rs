@@ -10,13 +10,13 @@ use crate::locked::{
     ContentRef, LockedApp, LockedComponent, LockedDependency, LockedInherit, LockedSource,
     LockedTrigger, MIDDLEWARE, Variable,
 };
-use spinbench_host::instance::compose;
-use spinbench_host::manifest::dependency::{Dependency, Inherited};
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 use spinbench_host::capabilities::{files, outbound_hosts};
+use spinbench_host::instance::compose;
 use spinbench_host::instance::remote_source;
 use spinbench_host::manifest::component::{Build, Commands};
+use spinbench_host::manifest::dependency::{Dependency, Inherited};
 use spinbench_host::manifest::{Component, Digest, Manifest, Source};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -63,7 +63,14 @@ pub fn lock(path: &Path, cache_dir: Option<&Path>) -> Result<Locked> {
         content.push(local);
     }
     for (index, list) in middleware {
-        lock_middleware(&manifest, &mut triggers[index], list, &mut components, &mut content, cache_dir)?;
+        lock_middleware(
+            &manifest,
+            &mut triggers[index],
+            &list,
+            &mut components,
+            &mut content,
+            cache_dir,
+        )?;
     }
     let must_understand = if components.iter().any(|c| !c.host_requirements.is_empty()) {
         vec!["component_host_requirements".to_string()]
@@ -180,10 +187,17 @@ fn locked_triggers(raw: &toml::Table) -> Result<(Vec<LockedTrigger>, Middleware)
             taken.insert(id.clone());
             // Spin moves a trigger's dependencies to its component.
             if let Some(dependencies) = config.remove("dependencies") {
-                let mut tables: BTreeMap<String, Vec<spinbench_host::manifest::dependency::TriggerDependency>> =
-                    dependencies.try_into().context("a trigger's `dependencies`")?;
+                let mut tables: BTreeMap<
+                    String,
+                    Vec<spinbench_host::manifest::dependency::TriggerDependency>,
+                > = dependencies
+                    .try_into()
+                    .context("a trigger's `dependencies`")?;
                 if let Some(list) = tables.remove("middleware") {
-                    middleware.push((locked.len(), list.iter().map(|d| d.as_dependency()).collect()));
+                    middleware.push((
+                        locked.len(),
+                        list.iter().map(|d| d.as_dependency()).collect(),
+                    ));
                 }
             }
             locked.push(LockedTrigger {
@@ -203,19 +217,30 @@ fn locked_triggers(raw: &toml::Table) -> Result<(Vec<LockedTrigger>, Middleware)
 fn lock_middleware(
     manifest: &Manifest,
     trigger: &mut LockedTrigger,
-    list: Vec<Dependency>,
+    list: &[Dependency],
     components: &mut Vec<LockedComponent>,
     content: &mut Vec<LocalContent>,
     cache_dir: Option<&Path>,
 ) -> Result<()> {
-    let Some(id) = trigger.trigger_config.get("component").and_then(Value::as_str).map(str::to_string) else {
+    let Some(id) = trigger
+        .trigger_config
+        .get("component")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
         return Ok(());
     };
     let index = components
         .iter()
         .position(|c| c.id == id)
         .with_context(|| format!("trigger {:?} names no component", trigger.id))?;
-    let shared = manifest.trigger.http.iter().filter(|t| t.component_id() == Some(id.as_str())).count() > 1;
+    let shared = manifest
+        .trigger
+        .http
+        .iter()
+        .filter(|t| t.component_id() == Some(id.as_str()))
+        .count()
+        > 1;
     let index = if shared {
         let mut copy = components[index].clone();
         copy.id = format!("{id}-for-{}", trigger.id);
@@ -233,7 +258,7 @@ fn lock_middleware(
         index
     };
     let mut locked = Vec::new();
-    for dependency in &list {
+    for dependency in list {
         let bytes = compose::read(manifest, dependency, cache_dir)
             .with_context(|| format!("the middleware of trigger {:?}", trigger.id))?;
         content[index].middleware.push(bytes);
@@ -244,7 +269,9 @@ fn lock_middleware(
         });
     }
     let component = &mut components[index];
-    component.trigger_dependencies.insert("middleware".into(), locked);
+    component
+        .trigger_dependencies
+        .insert("middleware".into(), locked);
     component
         .metadata
         .insert("resolve-trigger-dependencies-using".into(), "http".into());

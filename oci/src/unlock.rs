@@ -84,7 +84,11 @@ fn check(app: &LockedApp) -> Result<()> {
     {
         bail!("the app requires its host to understand {unknown:?}, which Spin 4.0.2 does not");
     }
-    if let Some(trigger) = app.triggers.iter().find(|t| !t.trigger_dependencies.is_empty()) {
+    if let Some(trigger) = app
+        .triggers
+        .iter()
+        .find(|t| !t.trigger_dependencies.is_empty())
+    {
         bail!(
             "trigger {:?} carries its dependencies itself, where Spin 4.1 moves them to its component; push it again with Spin 4.1 or later",
             trigger.id

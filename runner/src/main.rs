@@ -151,7 +151,12 @@ struct ServeArgs {
     #[arg(long)]
     state_dir: Option<String>,
     /// Serve only this component and the triggers naming it; repeatable (Spin's flag; SpinKube's variable takes a comma-separated list). A kept component that chains to one left out is refused, as by Spin.
-    #[arg(short = 'c', long = "component-id", env = "SPIN_COMPONENTS_TO_RETAIN", value_delimiter = ',')]
+    #[arg(
+        short = 'c',
+        long = "component-id",
+        env = "SPIN_COMPONENTS_TO_RETAIN",
+        value_delimiter = ','
+    )]
     component_ids: Vec<String>,
 }
 

@@ -79,7 +79,12 @@ struct PullArgs {
     #[arg(long)]
     cache_dir: Option<PathBuf>,
     /// With -o: write only this component and the triggers naming it; repeatable or comma-separated (`spin up`'s flag). A kept component that chains to one left out is refused, as by Spin.
-    #[arg(short = 'c', long = "component-id", value_delimiter = ',', requires = "output")]
+    #[arg(
+        short = 'c',
+        long = "component-id",
+        value_delimiter = ',',
+        requires = "output"
+    )]
     component_ids: Vec<String>,
 }
 

@@ -18,7 +18,10 @@ pub fn app() -> PathBuf {
         "parity_mw",
     ] {
         let path = workspace_root().join(format!("target/wasm32-wasip2/release/{wasm}.wasm"));
-        assert!(path.exists(), "{wasm}.wasm is not built: run `make build` first");
+        assert!(
+            path.exists(),
+            "{wasm}.wasm is not built: run `make build` first"
+        );
     }
     workspace_root().join("tests/apps/parity")
 }
@@ -71,7 +74,10 @@ pub fn answers_everything(base: &str, redis: Option<&RedisServer>) {
     assert_eq!(get(&format!("{base}/strict/greet/Ada")).status, 500);
     let (answer, headers) = exchange("GET", &format!("{base}/mw/x"), &[], b"");
     assert_eq!(line(&answer.text(), "x-middleware"), Some("seen"));
-    assert_eq!(crate::header(&headers, "x-middleware-response"), Some("yes"));
+    assert_eq!(
+        crate::header(&headers, "x-middleware-response"),
+        Some("yes")
+    );
     if let Some(redis) = redis {
         let payload = format!("message-{}", std::process::id());
         assert_eq!(redis.publish("parity", payload.as_bytes()), 1);

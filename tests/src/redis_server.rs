@@ -21,7 +21,16 @@ impl RedisServer {
         let addr = Server::free_addr();
         let port = addr.port().to_string();
         let child = Command::new("redis-server")
-            .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port,
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn();
@@ -32,7 +41,10 @@ impl RedisServer {
         let server = RedisServer { child, addr };
         let start = Instant::now();
         while TcpStream::connect(addr).is_err() {
-            assert!(start.elapsed() < Duration::from_secs(10), "redis-server did not start");
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         Some(server)
@@ -46,7 +58,9 @@ impl RedisServer {
     /// Publishes `payload` on `channel`; returns how many subscribers got it.
     pub fn publish(&self, channel: &str, payload: &[u8]) -> u64 {
         let mut stream = TcpStream::connect(self.addr).expect("connect to redis-server");
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         let mut command = Vec::new();
         command.extend_from_slice(b"*3\r\n$7\r\nPUBLISH\r\n");
         for part in [channel.as_bytes(), payload] {

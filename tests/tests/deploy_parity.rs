@@ -31,11 +31,16 @@ fn the_parity_app_answers_everything_in_a_container_and_keeps_what_it_is_told() 
     let node = Node::start();
     let image = node.push_artifact_and_pull(&app().join("spin.toml"), "parity:artifact");
     let redis = RedisServer::start();
-    let address = redis.as_ref().map(|r| format!("SPIN_VARIABLE_REDIS_ADDRESS={}", r.url()));
+    let address = redis
+        .as_ref()
+        .map(|r| format!("SPIN_VARIABLE_REDIS_ADDRESS={}", r.url()));
     let mut env = vec![];
     match &address {
         Some(address) => env.extend(["--env", address.as_str()]),
-        None => env.extend(["--env", "SPIN_COMPONENTS_TO_RETAIN=front,back,secret,strict"]),
+        None => env.extend([
+            "--env",
+            "SPIN_COMPONENTS_TO_RETAIN=front,back,secret,strict",
+        ]),
     }
     let container = node.run("parity", &image, &env);
     answers_everything(&container.url(""), redis.as_ref());
@@ -57,7 +62,9 @@ fn the_parity_app_answers_everything_in_a_container_and_keeps_what_it_is_told() 
     );
     assert!(!status.success(), "{log}");
     assert!(
-        log.contains("Selected component 'back' cannot use service chaining to unselected component"),
+        log.contains(
+            "Selected component 'back' cannot use service chaining to unselected component"
+        ),
         "{log}"
     );
 }
@@ -69,7 +76,10 @@ fn a_single_wasm_image_runs_as_a_one_component_app() {
     }
     let node = Node::start();
     // Spin's artifact of hello without its locked app: one wasm layer.
-    node.push_artifact_and_pull(&hello_app(&node.scratch("hello-app"), "single"), "single:artifact");
+    node.push_artifact_and_pull(
+        &hello_app(&node.scratch("hello-app"), "single"),
+        "single:artifact",
+    );
     let (status, body) = node
         .registry
         .get("/v2/single/manifests/artifact", true)
@@ -81,7 +91,12 @@ fn a_single_wasm_image_runs_as_a_one_component_app() {
         .unwrap()
         .retain(|l| l["mediaType"] == "application/vnd.wasm.content.layer.v1+wasm");
     let media_type = "application/vnd.oci.image.manifest.v1+json";
-    node.registry.put_manifest("single", "wasm-only", media_type, manifest.to_string().as_bytes());
+    node.registry.put_manifest(
+        "single",
+        "wasm-only",
+        media_type,
+        manifest.to_string().as_bytes(),
+    );
     // What `wkg oci push` writes: a wasm config and one `application/wasm` layer.
     let wasm = std::fs::read(artifact("wasm32-wasip2/release/hello.wasm")).unwrap();
     let layer = node.registry.put_blob("wkg", &wasm);
@@ -93,11 +108,16 @@ fn a_single_wasm_image_runs_as_a_one_component_app() {
         "config": { "mediaType": "application/vnd.wasm.config.v0+json", "digest": config_digest, "size": config.len() },
         "layers": [{ "mediaType": "application/wasm", "digest": layer, "size": wasm.len() }],
     });
-    node.registry.put_manifest("wkg", "1", media_type, wkg.to_string().as_bytes());
+    node.registry
+        .put_manifest("wkg", "1", media_type, wkg.to_string().as_bytes());
     for (id, name) in [("wasm-only", "single:wasm-only"), ("wkg", "wkg:1")] {
         let image = node.pull(name, true);
         let container = node.run(id, &image, &[]);
         let answer = get(&container.url("/hello"));
-        assert_eq!((answer.status, answer.text().as_str()), (200, "Hello, World!"), "{id}");
+        assert_eq!(
+            (answer.status, answer.text().as_str()),
+            (200, "Hello, World!"),
+            "{id}"
+        );
     }
 }

@@ -37,7 +37,16 @@ fn serve(
     env: &[(&str, &str)],
 ) -> Server {
     let cache = scratch.path("cache");
-    let mut args = vec!["serve", "-f", reference, "--insecure", "--cache-dir", cache.to_str().unwrap(), "--state-dir", ""];
+    let mut args = vec![
+        "serve",
+        "-f",
+        reference,
+        "--insecure",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--state-dir",
+        "",
+    ];
     args.extend_from_slice(extra);
     let docker = registry.docker_config(&scratch.0);
     let config = scratch.path("config");
@@ -64,7 +73,12 @@ fn locked_app(registry: &Registry, repository: &str, tag: &str) -> Value {
         serde_json::from_slice(&body).unwrap()
     };
     let manifest = get_json(&format!("/v2/{repository}/manifests/{tag}"));
-    let locked = manifest["layers"].as_array().unwrap().last().unwrap().clone();
+    let locked = manifest["layers"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     get_json(&format!(
         "/v2/{repository}/blobs/{}",
         locked["digest"].as_str().unwrap()
@@ -82,7 +96,14 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
     let (ok, output) = spinbench(
         registry,
         &scratch,
-        &["registry", "push", "--insecure", "-f", app.to_str().unwrap(), &reference],
+        &[
+            "registry",
+            "push",
+            "--insecure",
+            "-f",
+            app.to_str().unwrap(),
+            &reference,
+        ],
     );
     assert!(ok, "{output}");
     // Spin 4.1's locked app: the dependency uncomposed, the middleware on a
@@ -99,9 +120,20 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
     };
     let front = component("front");
     let greet = &front["dependencies"]["spinbench:parity/greet"];
-    assert_eq!(greet["inherit"], serde_json::json!({ "Some": ["environment"] }));
-    assert!(greet["source"]["digest"].as_str().unwrap().starts_with("sha256:"));
-    assert_eq!(front["host_requirements"]["local_service_chaining"], "required");
+    assert_eq!(
+        greet["inherit"],
+        serde_json::json!({ "Some": ["environment"] })
+    );
+    assert!(
+        greet["source"]["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert_eq!(
+        front["host_requirements"]["local_service_chaining"],
+        "required"
+    );
     let copies: Vec<Value> = locked["components"]
         .as_array()
         .unwrap()
@@ -111,13 +143,27 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
         .collect();
     assert_eq!(copies.len(), 1, "{locked}");
     assert_eq!(copies[0]["host_requirements"]["middleware"], "required");
-    assert_eq!(copies[0]["trigger_dependencies"]["middleware"].as_array().unwrap().len(), 1);
-    assert!(locked["must_understand"].as_array().unwrap().contains(&"component_host_requirements".into()));
+    assert_eq!(
+        copies[0]["trigger_dependencies"]["middleware"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        locked["must_understand"]
+            .as_array()
+            .unwrap()
+            .contains(&"component_host_requirements".into())
+    );
 
     let redis = RedisServer::start();
     let address = redis.as_ref().map(RedisServer::url);
     let (extra, env): (Vec<&str>, Vec<(&str, &str)>) = match &address {
-        Some(address) => (vec![], vec![("SPIN_VARIABLE_REDIS_ADDRESS", address.as_str())]),
+        Some(address) => (
+            vec![],
+            vec![("SPIN_VARIABLE_REDIS_ADDRESS", address.as_str())],
+        ),
         None => (vec!["-c", "front,back,secret,strict"], vec![]),
     };
     let server = serve(registry, &scratch, &reference, &extra, &env);
@@ -129,7 +175,18 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
     let (ok, output) = spinbench(
         registry,
         &scratch,
-        &["registry", "pull", "--insecure", "--cache-dir", scratch.path("cache").to_str().unwrap(), "-o", dir.to_str().unwrap(), "-c", "front,back", &reference],
+        &[
+            "registry",
+            "pull",
+            "--insecure",
+            "--cache-dir",
+            scratch.path("cache").to_str().unwrap(),
+            "-o",
+            dir.to_str().unwrap(),
+            "-c",
+            "front,back",
+            &reference,
+        ],
     );
     assert!(ok, "{output}");
     let pulled = std::fs::read_to_string(dir.join("spin.toml")).unwrap();
@@ -138,16 +195,35 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
     let (ok, output) = spinbench(
         registry,
         &scratch,
-        &["registry", "pull", "--insecure", "--cache-dir", scratch.path("cache").to_str().unwrap(), "-o", scratch.path("refused").to_str().unwrap(), "-c", "back", &reference],
+        &[
+            "registry",
+            "pull",
+            "--insecure",
+            "--cache-dir",
+            scratch.path("cache").to_str().unwrap(),
+            "-o",
+            scratch.path("refused").to_str().unwrap(),
+            "-c",
+            "back",
+            &reference,
+        ],
     );
     assert!(!ok);
-    assert!(output.contains("cannot use service chaining to unselected component"), "{output}");
+    assert!(
+        output.contains("cannot use service chaining to unselected component"),
+        "{output}"
+    );
 }
 
 /// The component ids of a manifest's text.
 fn spinbench_host_ids(text: &str) -> Vec<String> {
     let doc: toml::Table = toml::from_str(text).unwrap();
-    doc["component"].as_table().unwrap().keys().cloned().collect()
+    doc["component"]
+        .as_table()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
 }
 
 #[test]
@@ -174,9 +250,22 @@ fn a_single_wasm_pushed_as_wkg_pushes_it_runs_as_a_one_component_app() {
         "application/vnd.oci.image.manifest.v1+json",
         manifest.to_string().as_bytes(),
     );
-    let server = serve(registry, &scratch, &registry.reference("wkg/hello:1"), &[], &[]);
+    let server = serve(
+        registry,
+        &scratch,
+        &registry.reference("wkg/hello:1"),
+        &[],
+        &[],
+    );
     let answer = get(&server.url("/hello"));
-    assert_eq!((answer.status, answer.text().as_str()), (200, "Hello, World!"));
+    assert_eq!(
+        (answer.status, answer.text().as_str()),
+        (200, "Hello, World!")
+    );
     // One component on every path, as Spin's `from_wasm_file` routes it.
-    assert!(server.log().contains("inline-component1"), "{}", server.log());
+    assert!(
+        server.log().contains("inline-component1"),
+        "{}",
+        server.log()
+    );
 }

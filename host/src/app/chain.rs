@@ -75,9 +75,9 @@ impl Dispatch for Chained {
                     )
                     .await
                 }
-                Err(refusal) => reply::to_response(reply::busy(
-                    refusal.message(self.admission.limits()),
-                )),
+                Err(refusal) => {
+                    reply::to_response(reply::busy(refusal.message(self.admission.limits())))
+                }
             };
             let done: ResponseFuture = Box::new(std::future::ready(Ok(())));
             Ok((response, done))

@@ -99,10 +99,7 @@ struct Source {
     http: bool,
     /// Whether a Redis trigger names it.
     redis: bool,
-    /// Whether it exports the async Redis handler.
-    async_redis: bool,
-    /// Whether a dependency's imports were denied (`instance::compose`).
-    denied: bool,
+
     /// The `argv` of the WAGI trigger that runs it, if one does.
     wagi_argv: Option<String>,
     prepared: Prepared<'static>,
@@ -303,10 +300,15 @@ impl Plan {
         // Its dependencies' denied imports trap when called: linked so on a
         // linker of its own, every other import checked at start.
         let mut own_linker;
-        let linker = if source.denied {
+        let denied = prepared
+            .imports
+            .iter()
+            .any(|import| compose::is_denied(import));
+        let linker = if denied {
             own_linker = linker.clone();
             own_linker
                 .define_unknown_imports_as_traps(&loaded.component)
+                .map_err(anyhow::Error::from)
                 .with_context(|| format!("component {id:?}: its dependencies' denied imports"))?;
             &own_linker
         } else {
@@ -374,7 +376,9 @@ fn engine_needs(sources: &[Source]) -> (bool, BTreeSet<Group>, bool) {
     let wasip3 = sources.iter().any(|s| s.prepared.flavour == Flavour::P3);
     let groups: BTreeSet<Group> = sources.iter().flat_map(|s| s.groups.clone()).collect();
     let concurrent = wasip3
-        || sources.iter().any(|s| s.async_redis)
+        || sources
+            .iter()
+            .any(|s| s.redis && redis::exports_async_handler(&s.prepared.wasm))
         || groups.iter().any(|group| group.concurrent());
     (wasip3, groups, concurrent)
 }
@@ -455,13 +459,14 @@ fn read_source(manifest: &Manifest, id: &str, cache_dir: Option<&Path>) -> Resul
     let prepared = prepared
         .map(into_owned)
         .with_context(|| format!("component {id:?}: {} is not a component", path.display()))?;
-    let async_redis = redis::exports_async_handler(&prepared.wasm);
+
     // A dependency's imports of what it does not inherit are linked as traps.
-    let (denied, imports): (Vec<String>, Vec<String>) = prepared
+    let imports: Vec<String> = prepared
         .imports
         .iter()
+        .filter(|import| !compose::is_denied(import))
         .cloned()
-        .partition(|import| compose::is_denied(import));
+        .collect();
     let groups = capabilities::groups_for(&imports).map_err(|unprovided| {
         anyhow!(
             "component {id:?} imports `{}`, which spinbench serve does not provide; `spin up` runs this app",
@@ -473,8 +478,7 @@ fn read_source(manifest: &Manifest, id: &str, cache_dir: Option<&Path>) -> Resul
         path,
         http: manifest.is_http_component(id),
         redis: manifest.is_redis_component(id),
-        async_redis,
-        denied: !denied.is_empty(),
+
         wagi_argv,
         prepared,
         groups,

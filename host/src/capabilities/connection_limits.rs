@@ -109,9 +109,9 @@ pub fn check(config: &RuntimeConfig) -> Result<Option<usize>> {
             Some(keys) => keys.keys().map(String::as_str).collect(),
             None => Vec::new(),
         };
-        let refusal = REFUSED.iter().find(|(name, key, _)| {
-            name == table && key.is_none_or(|key| keys.contains(&key))
-        });
+        let refusal = REFUSED
+            .iter()
+            .find(|(name, key, _)| name == table && key.is_none_or(|key| keys.contains(&key)));
         match refusal {
             Some((_, key, why)) => {
                 let place = key.map_or(format!("[{table}]"), |key| format!("[{table}] {key}"));
@@ -207,7 +207,10 @@ mod tests {
                 "[outbound_http]\nmax_connections = 1\nmax_concurrent_requests = 1",
                 "cannot set both",
             ),
-            ("[outbound_http]\nconnection_pooling = true", "connection_pooling"),
+            (
+                "[outbound_http]\nconnection_pooling = true",
+                "connection_pooling",
+            ),
             ("[outbound_http]\nmax_conections = 1", "max_conections"),
         ] {
             let error = check(&config(text)).unwrap_err().to_string();
@@ -229,7 +232,10 @@ mod tests {
             ("[[client_tls]]\ncomponent_ids = [\"a\"]", "[client_tls]"),
             ("[outbound_pg]\nmax_connections = 5", "[outbound_pg]"),
             ("[outbound_redis]\nmax_connections = 5", "[outbound_redis]"),
-            ("[[variables_provider]]\ntype = \"vault\"", "[variables_provider]"),
+            (
+                "[[variables_provider]]\ntype = \"vault\"",
+                "[variables_provider]",
+            ),
             ("[made_up]\nx = 1", "unused key `made_up`"),
         ] {
             let error = check(&config(text)).unwrap_err().to_string();
@@ -237,7 +243,12 @@ mod tests {
             assert!(!error.contains('\n'), "{error}");
         }
         // The tables other modules read pass here.
-        assert!(check(&config("state_dir = \"x\"\n[key_value_store.a]\ntype = \"spin\"")).is_ok());
+        assert!(
+            check(&config(
+                "state_dir = \"x\"\n[key_value_store.a]\ntype = \"spin\""
+            ))
+            .is_ok()
+        );
     }
 
     #[tokio::test]
@@ -250,9 +261,21 @@ mod tests {
             Err(wasmtime_wasi_http::Error::ConnectionTimeout)
         ));
         drop(first);
-        assert!(limit.acquire(Duration::from_millis(10)).await.unwrap().is_some());
+        assert!(
+            limit
+                .acquire(Duration::from_millis(10))
+                .await
+                .unwrap()
+                .is_some()
+        );
         let none = ConnectionLimit::new(Some(0));
         assert!(none.acquire(Duration::from_millis(10)).await.is_err());
-        assert!(ConnectionLimit::default().acquire(Duration::ZERO).await.unwrap().is_none());
+        assert!(
+            ConnectionLimit::default()
+                .acquire(Duration::ZERO)
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 }

@@ -216,13 +216,28 @@ mod tests {
             check(&allowed, &uri.parse().unwrap())
         };
         let to_back = |result: Result<Target, Error>| matches!(result, Ok(Target::Component(c)) if c == "back");
-        assert!(to_back(chained(&["http://back.spin.internal"], "http://back.spin.internal/x")));
-        assert!(to_back(chained(&["http://*.spin.internal"], "http://back.spin.internal/")));
-        assert!(to_back(chained(&["*://*:*"], "http://back.spin.internal:80/")));
+        assert!(to_back(chained(
+            &["http://back.spin.internal"],
+            "http://back.spin.internal/x"
+        )));
+        assert!(to_back(chained(
+            &["http://*.spin.internal"],
+            "http://back.spin.internal/"
+        )));
+        assert!(to_back(chained(
+            &["*://*:*"],
+            "http://back.spin.internal:80/"
+        )));
         // Another component, another scheme, a name that is no component.
         for (list, uri) in [
-            (&["http://back.spin.internal"][..], "http://front.spin.internal/"),
-            (&["http://back.spin.internal"], "https://back.spin.internal/"),
+            (
+                &["http://back.spin.internal"][..],
+                "http://front.spin.internal/",
+            ),
+            (
+                &["http://back.spin.internal"],
+                "https://back.spin.internal/",
+            ),
             (&["http://*.spin.internal"], "http://nobody.spin.internal/"),
             (&["http://*.spin.internal"], "http://a.back.spin.internal/"),
             (&[], "http://back.spin.internal/"),

@@ -126,6 +126,8 @@ mod tests {
             .map_err(|never| match never {})
             .boxed_unsync();
         let sent = Box::into_pin(Chain::default().send("back", http::Request::new(body))).await;
-        assert!(matches!(sent, Err(Error::InternalError(Some(m))) if m.contains("back.spin.internal")));
+        assert!(
+            matches!(sent, Err(Error::InternalError(Some(m))) if m.contains("back.spin.internal"))
+        );
     }
 }

@@ -204,7 +204,11 @@ pub fn for_component(
 }
 
 /// A dependency's bytes, componentized (also what a push locks).
-pub fn read(manifest: &Manifest, dependency: &Dependency, cache_dir: Option<&Path>) -> Result<Vec<u8>> {
+pub fn read(
+    manifest: &Manifest,
+    dependency: &Dependency,
+    cache_dir: Option<&Path>,
+) -> Result<Vec<u8>> {
     let bytes = match dependency {
         Dependency::Local { path, .. } => {
             let path = manifest.base_dir().join(path);
@@ -328,9 +332,13 @@ fn chain(primary: Vec<u8>, layers: &[Vec<u8>]) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let mut packages = Vec::new();
     for (index, bytes) in layers.iter().enumerate() {
-        let package =
-            Package::from_bytes(&format!("middleware{index}"), None, bytes.clone(), graph.types_mut())
-                .context("parsing a middleware component")?;
+        let package = Package::from_bytes(
+            &format!("middleware{index}"),
+            None,
+            bytes.clone(),
+            graph.types_mut(),
+        )
+        .context("parsing a middleware component")?;
         packages.push(graph.register_package(package)?);
     }
     let package = Package::from_bytes("primary", None, primary, graph.types_mut())
@@ -358,7 +366,9 @@ fn chain(primary: Vec<u8>, layers: &[Vec<u8>]) -> Result<Vec<u8>> {
 /// A package name wac accepts for a dependency's name (`a:b/c@1.0.0` → `a:b`).
 fn package_name(name: &str) -> String {
     let path = name.split_once('@').map_or(name, |(path, _)| path);
-    path.split_once('/').map_or(path, |(package, _)| package).to_string()
+    path.split_once('/')
+        .map_or(path, |(package, _)| package)
+        .to_string()
 }
 
 #[cfg(test)]

@@ -105,7 +105,10 @@ impl Component {
         [
             ("ai_models", self.ai_models.is_empty()),
             ("allowed_http_hosts", self.allowed_http_hosts.is_empty()),
-            ("allowed_outbound_hosts", self.allowed_outbound_hosts.is_empty()),
+            (
+                "allowed_outbound_hosts",
+                self.allowed_outbound_hosts.is_empty(),
+            ),
             ("dependencies", self.dependencies.is_empty()),
             ("environment", self.environment.is_empty()),
             ("files", self.files.is_empty()),

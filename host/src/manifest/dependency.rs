@@ -292,8 +292,14 @@ mod tests {
     #[test]
     fn inheritance_is_none_unless_asked_for() {
         assert_eq!(Inherited::of(None, None), Inherited::Some(vec![]));
-        assert_eq!(Inherited::of(Some(&Inherit::All(false)), None), Inherited::Some(vec![]));
-        assert_eq!(Inherited::of(Some(&Inherit::All(true)), None), Inherited::All);
+        assert_eq!(
+            Inherited::of(Some(&Inherit::All(false)), None),
+            Inherited::Some(vec![])
+        );
+        assert_eq!(
+            Inherited::of(Some(&Inherit::All(true)), None),
+            Inherited::All
+        );
         assert_eq!(Inherited::of(None, Some(true)), Inherited::All);
         let some = Inherit::Some(vec!["variables".into()]);
         assert_eq!(
@@ -319,6 +325,11 @@ mod tests {
         assert_eq!(table["a:b/e"].export(), Some("a:b/x"));
         assert!(matches!(table["a:b/f"], Dependency::Http { .. }));
         assert!(matches!(table["a:b/g"], Dependency::AppComponent { .. }));
-        assert!(toml::from_str::<std::collections::BTreeMap<String, Dependency>>("\"x\" = { path = \"e\", typo = 1 }").is_err());
+        assert!(
+            toml::from_str::<std::collections::BTreeMap<String, Dependency>>(
+                "\"x\" = { path = \"e\", typo = 1 }"
+            )
+            .is_err()
+        );
     }
 }

@@ -32,7 +32,10 @@ pub fn check(manifest: &Manifest) -> Result<()> {
         for (key, value) in settings {
             // `base` is the one HTTP trigger setting (Spin 4's `Metadata`),
             // `address` the one Redis trigger setting (its `TriggerMetadata`).
-            let known = matches!((kind.as_str(), key.as_str()), ("http", "base") | ("redis", "address"));
+            let known = matches!(
+                (kind.as_str(), key.as_str()),
+                ("http", "base") | ("redis", "address")
+            );
             if !(known && value.is_str()) {
                 refuse(
                     &format!("[application.trigger.{kind}] {key}"),
@@ -80,7 +83,9 @@ fn check_dependencies(manifest: &Manifest, id: &str, component: &Component) -> R
 fn check_middleware(manifest: &Manifest, trigger: &HttpTrigger) -> Result<()> {
     for (kind, list) in &trigger.dependencies {
         if kind != "middleware" {
-            bail!("the HTTP trigger's only allowed trigger dependency is `middleware`, not `{kind}`");
+            bail!(
+                "the HTTP trigger's only allowed trigger dependency is `middleware`, not `{kind}`"
+            );
         }
         let place = trigger.path().unwrap_or("(private)");
         for dependency in list {

@@ -27,8 +27,7 @@ pub fn split(manifest: &Manifest) -> Manifest {
         let copy = format!("{id}-for-{label}");
         if let Some(component) = manifest.component.get(id) {
             split.component.insert(copy.clone(), component.clone());
-            split.trigger.http[index].component =
-                Some(super::trigger::ComponentRef::Id(copy));
+            split.trigger.http[index].component = Some(super::trigger::ComponentRef::Id(copy));
         }
     }
     split

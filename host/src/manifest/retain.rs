@@ -56,7 +56,7 @@ pub fn retain(text: &str, retained: &[String]) -> Result<String> {
         .cloned()
         .unwrap_or_default();
     let mut kept = BTreeSet::new();
-    for list in triggers.values_mut() {
+    for (_, list) in triggers.iter_mut() {
         let Some(list) = list.as_array_mut() else {
             continue;
         };
@@ -77,7 +77,10 @@ pub fn retain(text: &str, retained: &[String]) -> Result<String> {
         .filter_map(Value::as_array)
         .flatten()
         .filter_map(|trigger| trigger.get("dependencies"))
-        .chain(kept.iter().filter_map(|id| components[id.as_str()].get("dependencies")))
+        .chain(
+            kept.iter()
+                .filter_map(|id| components[id.as_str()].get("dependencies")),
+        )
         .flat_map(component_dependencies)
         .collect();
     kept.extend(used);
@@ -185,7 +188,7 @@ source = "untriggered.wasm"
         let manifest = kept(&["another"]);
         assert_eq!(manifest.component.keys().collect::<Vec<_>>(), ["another"]);
         assert!(manifest.trigger.http.is_empty());
-        assert_eq!(manifest.trigger.other["redis"].len(), 1);
+        assert_eq!(manifest.trigger.redis.len(), 1);
         let manifest = kept(&["empty", "another"]);
         assert_eq!(
             manifest.component.keys().collect::<Vec<_>>(),
@@ -198,16 +201,15 @@ source = "untriggered.wasm"
 
     #[test]
     fn components_used_as_dependencies_or_middleware_stay() {
-        let app = APP
-            .replace(
+        let app =
+            APP.replace(
                 "route = \"/empty\"\n",
                 "route = \"/empty\"\ndependencies.middleware = [{ component = \"untriggered\" }]\n",
             )
             .replace(
                 "[component.empty]\n",
                 "[component.empty]\ndependencies = { \"a:b/c\" = { component = \"lib\" } }\n",
-            )
-            + "[component.lib]\nsource = \"lib.wasm\"\n";
+            ) + "[component.lib]\nsource = \"lib.wasm\"\n";
         let kept = |list: &[&str]| {
             Manifest::parse(&retain(&app, &ids(list)).unwrap(), "/app".into()).unwrap()
         };
@@ -240,7 +242,10 @@ source = "untriggered.wasm"
 
     #[test]
     fn a_templated_chaining_host_is_not_checked() {
-        let app = APP.replace("http://another.spin.internal", "http://{{ host }}.spin.internal");
+        let app = APP.replace(
+            "http://another.spin.internal",
+            "http://{{ host }}.spin.internal",
+        );
         assert!(retain(&app, &ids(&["empty"])).is_ok());
     }
 

@@ -191,8 +191,9 @@ fn describe(error: Option<&Val>) -> String {
 }
 
 /// What runs one component on one message's payload (and logs how it went).
-pub type Dispatcher =
-    std::sync::Arc<dyn Fn(String, Vec<u8>) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
+pub type Dispatcher = std::sync::Arc<
+    dyn Fn(String, Vec<u8>) -> futures::future::BoxFuture<'static, ()> + Send + Sync,
+>;
 
 /// Subscribes to `subscription`'s channels (an error if the server cannot be
 /// reached or refuses), then returns a future that delivers every message
@@ -212,7 +213,10 @@ pub async fn subscribe(
         pubsub.subscribe(channel).await.with_context(|| {
             format!("Redis trigger failed to subscribe to channel {channel:?} on {address}")
         })?;
-        eprintln!("Subscribed to {address}/{channel}: [{}]", components.join(","));
+        eprintln!(
+            "Subscribed to {address}/{channel}: [{}]",
+            components.join(",")
+        );
     }
     Ok(async move {
         let mut messages = pubsub.into_on_message();
@@ -285,11 +289,17 @@ source = "c.wasm"
 
     #[test]
     fn a_trigger_without_an_address_is_refused_naming_its_component() {
-        let app = APP.replace("[application.trigger.redis]\naddress = \"redis://{{ host }}:6379\"\n", "");
+        let app = APP.replace(
+            "[application.trigger.redis]\naddress = \"redis://{{ host }}:6379\"\n",
+            "",
+        );
         let manifest = Manifest::parse(&app, "/app".into()).unwrap();
         let error = subscriptions(&manifest, &values(&manifest))
             .unwrap_err()
             .to_string();
-        assert!(error.contains("\"a\"") && error.contains("address"), "{error}");
+        assert!(
+            error.contains("\"a\"") && error.contains("address"),
+            "{error}"
+        );
     }
 }

@@ -56,7 +56,11 @@ mod component {
         } else {
             return Response::new(404, "no such route in front");
         };
-        let query = if query.is_empty() { String::new() } else { format!("?{query}") };
+        let query = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{query}")
+        };
         let url = format!("http://{component}.spin.internal{rest}{query}");
         let request = Request::builder()
             .method(Method::Get)
