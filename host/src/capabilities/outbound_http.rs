@@ -113,7 +113,7 @@ pub fn to_app(origin: SocketAddr, request: &mut http::Request<WasiBody>) -> Resu
 
 /// How long a connection may take when the guest sets no connect timeout
 /// (wasmtime-wasi-http's default); waiting for a permit counts in it.
-const DEFAULT_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+const DEFAULT_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_mins(10);
 
 /// Sends `request` if `allowed` allows it; to the application itself at
 /// `origin` for an allowed request to `self`, and through `chain` for one to

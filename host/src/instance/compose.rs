@@ -277,26 +277,25 @@ fn compose(primary: &[u8], id: &str, dependencies: &[Resolved]) -> Result<Vec<u8
         );
     }
     let mut instances: BTreeMap<usize, (NodeId, wac_graph::types::WorldId)> = BTreeMap::new();
-    let mut cache = Default::default();
+    let mut cache = std::collections::HashSet::default();
     for (import, by) in &plugged {
         let index = by[0];
         let dependency = &dependencies[index];
-        let (node, dep_world) = match instances.get(&index) {
-            Some(known) => *known,
-            None => {
-                let package = Package::from_bytes(
-                    &package_name(&dependency.name),
-                    None,
-                    dependency.bytes.clone(),
-                    graph.types_mut(),
-                )
-                .with_context(|| format!("dependency {:?}", dependency.name))?;
-                let dep_world = package.ty();
-                let registered = graph.register_package(package)?;
-                let node = graph.instantiate(registered);
-                instances.insert(index, (node, dep_world));
-                (node, dep_world)
-            }
+        let (node, dep_world) = if let Some(known) = instances.get(&index) {
+            *known
+        } else {
+            let package = Package::from_bytes(
+                &package_name(&dependency.name),
+                None,
+                dependency.bytes.clone(),
+                graph.types_mut(),
+            )
+            .with_context(|| format!("dependency {:?}", dependency.name))?;
+            let dep_world = package.ty();
+            let registered = graph.register_package(package)?;
+            let node = graph.instantiate(registered);
+            instances.insert(index, (node, dep_world));
+            (node, dep_world)
         };
         let export = dependency.export.clone().unwrap_or_else(|| import.clone());
         let Some(export_ty) = graph.types()[dep_world].exports.get(&export).copied() else {

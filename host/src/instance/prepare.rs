@@ -156,9 +156,15 @@ pub fn componentized(wasm: &[u8]) -> Result<Cow<'_, [u8]>> {
 }
 
 /// `component` with its top-level imports renamed by `renames` (old → new).
-pub fn rename_imports(component: &[u8], renames: &HashMap<String, String>) -> Result<Vec<u8>> {
+pub fn rename_imports<S: std::hash::BuildHasher>(
+    component: &[u8],
+    renames: &HashMap<String, String, S>,
+) -> Result<Vec<u8>> {
     let renames = Renames {
-        imports: renames.clone(),
+        imports: renames
+            .iter()
+            .map(|(from, to)| (from.clone(), to.clone()))
+            .collect(),
         exports: HashMap::new(),
     };
     let mut encoded = wasm_encoder::Component::new();

@@ -56,7 +56,7 @@ pub fn retain(text: &str, retained: &[String]) -> Result<String> {
         .cloned()
         .unwrap_or_default();
     let mut kept = BTreeSet::new();
-    for (_, list) in triggers.iter_mut() {
+    for (_, list) in &mut triggers {
         let Some(list) = list.as_array_mut() else {
             continue;
         };

@@ -97,14 +97,15 @@ pub fn exports_async_handler(component: &[u8]) -> bool {
         match payload {
             Ok(Payload::ModuleSection { .. } | Payload::ComponentSection { .. }) => depth += 1,
             Ok(Payload::End(_)) if depth > 0 => depth -= 1,
-            Ok(Payload::ComponentExportSection(exports)) if depth == 0 => {
-                if exports
-                    .into_iter()
-                    .flatten()
-                    .any(|export| export.name.name == INBOUND_V3)
-                {
-                    return true;
-                }
+            Ok(Payload::ComponentExportSection(exports))
+                if depth == 0
+                    && exports
+                        .clone()
+                        .into_iter()
+                        .flatten()
+                        .any(|export| export.name.name == INBOUND_V3) =>
+            {
+                return true;
             }
             Err(_) => return false,
             _ => {}
@@ -180,8 +181,7 @@ impl RedisHandler {
 fn describe(error: Option<&Val>) -> String {
     match error {
         None => "(none)".into(),
-        Some(Val::Enum(case)) => case.clone(),
-        Some(Val::Variant(case, None)) => case.clone(),
+        Some(Val::Enum(case) | Val::Variant(case, None)) => case.clone(),
         Some(Val::Variant(case, Some(payload))) => match payload.as_ref() {
             Val::String(text) => format!("{case}({text})"),
             other => format!("{case}({other:?})"),
