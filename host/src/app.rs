@@ -7,6 +7,7 @@
 //! ([`serve`]), and in-process measurements call [`Host::handle_timed`] directly.
 
 mod chain;
+mod denied;
 mod in_process;
 mod load;
 

@@ -1,7 +1,7 @@
 //! tests/apps/parity and single-wasm images under the shim, in containers on
 //! a real containerd (`e2e::node`, as tests/tests/deploy.rs runs them): the
 //! app as Spin's artifact answers everything it answers from a directory
-//! (chaining, dependencies, middleware, its Redis subscribers against a
+//! (chaining, dependencies, its Redis subscribers against a
 //! `redis-server` on loopback); `SPIN_COMPONENTS_TO_RETAIN` keeps the
 //! components named and refuses a broken chain at start; an artifact of one
 //! wasm and no locked app (Spin's wasm layer, or `wkg`'s `application/wasm`)
@@ -10,7 +10,6 @@
 
 use e2e::node::{self, Node};
 use e2e::parity::{answers_everything, app};
-use e2e::redis_server::RedisServer;
 use e2e::registry::hello_app;
 use e2e::{artifact, get};
 use serde_json::Value;
@@ -30,10 +29,10 @@ fn the_parity_app_answers_everything_in_a_container_and_keeps_what_it_is_told() 
     }
     let node = Node::start();
     let image = node.push_artifact_and_pull(&app().join("spin.toml"), "parity:artifact");
-    let redis = RedisServer::start();
+    let redis = e2e::brokers::redis();
     let address = redis
         .as_ref()
-        .map(|r| format!("SPIN_VARIABLE_REDIS_ADDRESS={}", r.url()));
+        .map(|r| format!("SPIN_VARIABLE_REDIS_ADDRESS={}", e2e::parity::redis_url(r)));
     let mut env = vec![];
     match &address {
         Some(address) => env.extend(["--env", address.as_str()]),

@@ -66,14 +66,26 @@ impl Dispatch for Chained {
             let response = match self.admission.admit().await {
                 Ok(permit) => {
                     let request = chained_request(request, &component, &self.client);
-                    serve_component(
-                        self.apps.current(),
-                        self.body_limits,
-                        &component,
-                        request,
-                        permit,
-                    )
-                    .await
+                    // On a task of its own: a WASIp3 caller's call runs inside
+                    // its store's event loop, and wasmtime refuses to run the
+                    // callee's event loop inside it on the same thread
+                    // (`run_concurrent` is not reentrant). Aborted if the
+                    // caller is dropped first.
+                    let chained = Arc::clone(&self);
+                    let mut task = AbortOnDrop(tokio::spawn(async move {
+                        let application = chained.apps.current();
+                        serve_component(
+                            application,
+                            chained.body_limits,
+                            &component,
+                            request,
+                            permit,
+                        )
+                        .await
+                    }));
+                    (&mut task.0).await.map_err(|error| {
+                        Error::InternalError(Some(format!("the chained request failed: {error}")))
+                    })?
                 }
                 Err(refusal) => {
                     reply::to_response(reply::busy(refusal.message(self.admission.limits())))
@@ -82,6 +94,15 @@ impl Dispatch for Chained {
             let done: ResponseFuture = Box::new(std::future::ready(Ok(())));
             Ok((response, done))
         })
+    }
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -306,9 +306,7 @@ impl Plan {
             .any(|import| compose::is_denied(import));
         let linker = if denied {
             own_linker = linker.clone();
-            own_linker
-                .define_unknown_imports_as_traps(&loaded.component)
-                .map_err(anyhow::Error::from)
+            super::denied::link_traps(&mut own_linker, engine, &loaded.component)
                 .with_context(|| format!("component {id:?}: its dependencies' denied imports"))?;
             &own_linker
         } else {
@@ -330,7 +328,7 @@ impl Plan {
         };
         if !source.http {
             if log {
-                eprintln!(
+                crate::err_line!(
                     "{id}: {} in {:.1?} (Redis trigger, fresh instance per message)",
                     origin_text(loaded.origin),
                     loaded.elapsed

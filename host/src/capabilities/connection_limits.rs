@@ -141,7 +141,7 @@ pub fn check(config: &RuntimeConfig) -> Result<Option<usize>> {
         (Some(n), None) => Ok(Some(n)),
         // Spin's old semantics: 0 allowed one connection.
         (None, Some(n)) => {
-            eprintln!(
+            crate::err_line!(
                 "warning: `max_concurrent_requests` in `[outbound_http]` is deprecated; use `max_connections` instead (`max_connections = 0` blocks all connections, whereas `max_concurrent_requests = 0` allowed 1)"
             );
             Ok(Some(n.saturating_add(1)))

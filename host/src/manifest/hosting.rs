@@ -19,6 +19,9 @@ use anyhow::{Result, bail};
 /// The end of every refusal: what to use instead.
 const USE_SPIN: &str = "`spin up` runs this app";
 
+/// Why Spin 4.1's HTTP middleware is refused.
+pub const MIDDLEWARE_NOT_LINKED: &str = "HTTP middleware is not served yet: the composed chain's `wasi:http/types@0.3.0` import does not link with the host's";
+
 /// `Ok` if `serve` can host every key of `manifest`; otherwise the first one it
 /// cannot, as a one-line error.
 pub fn check(manifest: &Manifest) -> Result<()> {
@@ -88,9 +91,16 @@ fn check_middleware(manifest: &Manifest, trigger: &HttpTrigger) -> Result<()> {
             );
         }
         let place = trigger.path().unwrap_or("(private)");
+        let key = format!("[[trigger.http]] route {place:?}: `dependencies.middleware`");
         for dependency in list {
-            let key = format!("[[trigger.http]] route {place:?}: `dependencies.middleware`");
             check_dependency_source(manifest, &dependency.as_dependency(), &key, &trigger.id)?;
+        }
+        if !list.is_empty() {
+            // `instance::compose::chain` builds the chain as Spin does, but
+            // the composition's merged `wasi:http/types@0.3.0` import does
+            // not link with the host's (mismatched `headers` resources): it
+            // is refused here rather than served half-working.
+            refuse(&key, MIDDLEWARE_NOT_LINKED)?;
         }
     }
     Ok(())

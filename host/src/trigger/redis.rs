@@ -213,7 +213,7 @@ pub async fn subscribe(
         pubsub.subscribe(channel).await.with_context(|| {
             format!("Redis trigger failed to subscribe to channel {channel:?} on {address}")
         })?;
-        eprintln!(
+        crate::err_line!(
             "Subscribed to {address}/{channel}: [{}]",
             components.join(",")
         );
