@@ -173,8 +173,13 @@ impl Registry {
         manifest: &OciImageManifest,
         store: &Store,
     ) -> Result<Downloaded> {
-        let locked = artifact::locked_app_descriptor(manifest)
-            .map_err(|e| anyhow!("{}: {e}", self.reference))?;
+        // A single wasm with no locked app (what `wkg oci push` writes) is
+        // its one layer, which Spin runs as a one-component app.
+        let locked = match artifact::locked_app_descriptor(manifest) {
+            Ok(descriptor) => descriptor,
+            Err(e) => artifact::wasm_package_layer(manifest)
+                .ok_or_else(|| anyhow!("{}: {e}", self.reference))?,
+        };
         let mut downloaded = Downloaded::default();
         self.fetch(locked, store, &mut downloaded).await?;
         let mut pending: Vec<&OciDescriptor> = Vec::new();
