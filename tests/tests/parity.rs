@@ -81,7 +81,11 @@ fn chaining_is_allowed_only_to_the_components_the_caller_lists() {
     for component in ["secret", "nobody", "front"] {
         let answer = get(&server.url(&format!("/front/to/{component}/x")));
         assert_eq!(answer.status, 200, "{}", answer.text());
-        assert_eq!(answer.text(), "error=Http(ErrorCode::HttpRequestDenied)", "{component}");
+        assert_eq!(
+            answer.text(),
+            "error=Http(ErrorCode::HttpRequestDenied)",
+            "{component}"
+        );
     }
     assert!(
         get(&server.url("/front/to/back/x"))
@@ -238,7 +242,11 @@ fn a_dependency_is_composed_in_and_inherits_only_what_it_is_given() {
     let answer = get(&server.url("/strict/greet/Ada"));
     assert_eq!(answer.status, 500, "{}", answer.text());
     // (its answer would name the parent's `GREETING_STYLE` had it read it)
-    assert!(!answer.text().contains("GREETING_STYLE"), "{}", answer.text());
+    assert!(
+        !answer.text().contains("GREETING_STYLE"),
+        "{}",
+        answer.text()
+    );
     // The rest of the component is untouched by the composition.
     assert_eq!(get(&server.url("/strict/hello")).text(), "hello from front");
 }

@@ -50,12 +50,16 @@ pub fn link_traps<T: 'static>(
                         linker.func_new_concurrent(export, move |_, _, _, _| {
                             let what = what.clone();
                             Box::pin(async move {
-                                Err(wasmtime::Error::msg(format!("{what} is denied: not inherited")))
+                                Err(wasmtime::Error::msg(format!(
+                                    "{what} is denied: not inherited"
+                                )))
                             })
                         })?;
                     } else {
                         linker.func_new(export, move |_, _, _, _| {
-                            Err(wasmtime::Error::msg(format!("{what} is denied: not inherited")))
+                            Err(wasmtime::Error::msg(format!(
+                                "{what} is denied: not inherited"
+                            )))
                         })?;
                     }
                 }

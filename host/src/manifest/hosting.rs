@@ -20,7 +20,7 @@ use anyhow::{Result, bail};
 const USE_SPIN: &str = "`spin up` runs this app";
 
 /// Why Spin 4.1's HTTP middleware is refused.
-pub const MIDDLEWARE_NOT_LINKED: &str = "HTTP middleware is not served yet: the composed chain's `wasi:http/types@0.3.0` import does not link with the host's";
+const MIDDLEWARE_NOT_LINKED: &str = "HTTP middleware is not served yet: the composed chain's `wasi:http/types@0.3.0` import does not link with the host's";
 
 /// `Ok` if `serve` can host every key of `manifest`; otherwise the first one it
 /// cannot, as a one-line error.
