@@ -16,7 +16,7 @@ use spinbench_host::capabilities::{files, outbound_hosts};
 use spinbench_host::instance::compose;
 use spinbench_host::instance::remote_source;
 use spinbench_host::manifest::component::{Build, Commands};
-use spinbench_host::manifest::dependency::{Dependency, Inherited};
+use spinbench_host::manifest::dependency::{Dependency, Inherited, TriggerDependency};
 use spinbench_host::manifest::{Component, Digest, Manifest, Source};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -196,7 +196,7 @@ fn locked_triggers(raw: &toml::Table) -> Result<(Vec<LockedTrigger>, Middleware)
                 if let Some(list) = tables.remove("middleware") {
                     middleware.push((
                         locked.len(),
-                        list.iter().map(|d| d.as_dependency()).collect(),
+                        list.iter().map(TriggerDependency::as_dependency).collect(),
                     ));
                 }
             }

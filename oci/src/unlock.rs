@@ -62,7 +62,7 @@ pub fn write_app(app: &LockedApp, blobs: &dyn Blobs, dir: &Path) -> Result<()> {
                 .map(|dependency| write_dependency(dependency, blobs, dir, false))
                 .collect::<Result<Vec<_>>>()
                 .with_context(|| format!("component {:?}: middleware", component.id))?;
-            add_middleware(&mut triggers, &component.id, middleware);
+            add_middleware(&mut triggers, &component.id, &middleware);
         }
     }
     manifest.insert("trigger".into(), triggers.into());
@@ -98,14 +98,14 @@ fn check(app: &LockedApp) -> Result<()> {
 }
 
 /// `dependencies = { middleware = [...] }` on every HTTP trigger naming `id`.
-fn add_middleware(triggers: &mut Table, id: &str, middleware: Vec<toml::Value>) {
+fn add_middleware(triggers: &mut Table, id: &str, middleware: &[toml::Value]) {
     let Some(http) = triggers.get_mut("http").and_then(toml::Value::as_array_mut) else {
         return;
     };
     for trigger in http.iter_mut().filter_map(toml::Value::as_table_mut) {
         if trigger.get("component").and_then(toml::Value::as_str) == Some(id) {
             let mut dependencies = Table::new();
-            dependencies.insert("middleware".into(), middleware.clone().into());
+            dependencies.insert("middleware".into(), middleware.to_vec().into());
             trigger.insert("dependencies".into(), dependencies.into());
         }
     }

@@ -86,7 +86,7 @@ pub fn unpack(layers: &[WasmLayer], root: &Path) -> Result<Unpacked> {
         ),
         // One wasm and no locked app (`wkg oci push`): a one-component app, as Spin runs it.
         None => match layers {
-            [layer] if is_wasm_layer(&layer.config.media_type().to_string()) => {
+            [layer] if is_wasm_layer(layer.config.media_type().as_ref()) => {
                 let app = LockedApp::for_wasm_package(layer.config.digest().as_ref());
                 let json = app.to_json()?;
                 (app, json)

@@ -152,12 +152,16 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
     let server = serve(registry, &scratch, &reference, &extra, &env);
     answers_everything(&server.url(""), redis.as_ref());
     drop(server);
+    pull_keeps_the_named_components(registry, &scratch, &reference);
+}
 
-    // Pulled into a directory, only the components named, then served from it.
+/// `registry pull -o -c`: only the components named, and one that chains to
+/// a component left out refused.
+fn pull_keeps_the_named_components(registry: &Registry, scratch: &Scratch, reference: &str) {
     let dir = scratch.path("pulled");
     let (ok, output) = spinbench(
         registry,
-        &scratch,
+        scratch,
         &[
             "registry",
             "pull",
@@ -168,7 +172,7 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
             dir.to_str().unwrap(),
             "-c",
             "front,back",
-            &reference,
+            reference,
         ],
     );
     assert!(ok, "{output}");
@@ -177,7 +181,7 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
     assert_eq!(kept, ["back", "front"], "{pulled}");
     let (ok, output) = spinbench(
         registry,
-        &scratch,
+        scratch,
         &[
             "registry",
             "pull",
@@ -188,7 +192,7 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
             scratch.path("refused").to_str().unwrap(),
             "-c",
             "back",
-            &reference,
+            reference,
         ],
     );
     assert!(!ok);

@@ -37,11 +37,9 @@ pub fn link_traps<T: 'static>(
         };
         for (export, item) in instance.exports(engine) {
             match (item.ty, defined.as_mut()) {
-                (ComponentItem::Resource(resource), Some(linker)) => {
-                    if !seen.contains(&resource) {
-                        seen.push(resource);
-                        linker.resource(export, ResourceType::host::<()>(), |_, _| Ok(()))?;
-                    }
+                (ComponentItem::Resource(resource), Some(linker)) if !seen.contains(&resource) => {
+                    seen.push(resource);
+                    linker.resource(export, ResourceType::host::<()>(), |_, _| Ok(()))?;
                 }
                 (ComponentItem::Resource(resource), None) => seen.push(resource),
                 (ComponentItem::ComponentFunc(func), Some(linker)) => {

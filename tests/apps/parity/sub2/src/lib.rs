@@ -13,6 +13,8 @@ mod component {
 
     static SEEN: AtomicU32 = AtomicU32::new(0);
 
+    // spin-sdk 5.2's `redis_component` hands the message over by value.
+    #[allow(clippy::needless_pass_by_value)]
     #[redis_component]
     fn on_message(message: Vec<u8>) -> anyhow::Result<()> {
         let seen = SEEN.fetch_add(1, Ordering::Relaxed) + 1;
