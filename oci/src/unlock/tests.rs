@@ -124,8 +124,11 @@ type Change = fn(&mut serde_json::Value);
 fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
     let wasm = module(3, 200);
     let cases: [(&str, Change); 4] = [
-        ("uncomposed", |app| {
-            app["components"][0]["dependencies"] = serde_json::json!({ "a:b/c": { "source": {} } });
+        // A dependency pushed uncomposed whose wasm the blobs lack.
+        ("cannot find", |app| {
+            let digest = Digest::of(b"absent dependency").to_string();
+            app["components"][0]["dependencies"] = serde_json::json!({ "a:b/c": {
+                "source": { "content_type": "application/wasm", "digest": digest } } });
         }),
         ("not a relative path", |app| {
             app["components"][0]["files"][0]["path"] = "../escape".into();
