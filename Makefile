@@ -71,6 +71,7 @@ endif
 	$(SPINBENCH) build -f tests/apps/hostile
 	$(SPINBENCH) build -f tests/apps/parker
 	$(SPINBENCH) build -f tests/apps/files
+	$(SPINBENCH) build -f tests/apps/parity
 	$(MAKE) $(PY_SDKS:%=tests/apps/python/%/app.wasm) tests/apps/js/dist/js-app.wasm
 # spinbench.toml's components compiled into the cache `spinbench serve` keeps (the
 # ones already there, same wasm and engine, are only loaded): `compare --quick`

@@ -6,6 +6,8 @@
 //! [`Host`] is the interface: `spinbench serve` puts it behind an HTTP server
 //! ([`serve`]), and in-process measurements call [`Host::handle_timed`] directly.
 
+mod chain;
+mod denied;
 mod in_process;
 mod load;
 
@@ -125,15 +127,17 @@ pub struct ComponentLoad {
 /// The loaded application: its router and one loaded component per triggered id.
 pub struct Host {
     router: Router,
-    /// The components, loaded on an engine with the instance allocator asked
-    /// for; under `serve`, an on-demand engine until the pool is ready.
-    initial: Application,
-    /// The pooled application prepared in the background, once ready.
-    pooled: Arc<OnceLock<Application>>,
+    /// The components, loaded once or twice (below).
+    apps: Arc<Applications>,
     /// Shared with the pool's setup thread, which opens it fully once the
     /// full pool serves.
     admission: Arc<Admission>,
     body_limits: BodyLimits,
+    /// What `<component>.spin.internal` requests go through; the components'
+    /// contexts hold it weakly.
+    _chain: Arc<dyn crate::capabilities::service_chaining::Dispatch>,
+    /// The Redis servers and channels `serve` subscribes to.
+    subscriptions: Vec<crate::trigger::redis::Subscription>,
     /// `spin-client-addr` of in-process requests.
     in_process_client: ClientAddr,
     /// What `serve` prints once it listens.
@@ -156,10 +160,11 @@ impl Host {
     /// from cache every triggered component, logging each on stderr.
     pub fn new(manifest: &Manifest, options: &HostOptions) -> Result<Self> {
         crate::manifest::hosting::check(manifest)?;
+        // A trigger's middleware composes a copy of its component of its own.
+        let manifest = &crate::manifest::middleware::split(manifest);
         let router = Router::new(manifest.http_base(), &manifest.http_routes())?;
         let triggered = manifest.triggered_components();
         let plan = Arc::new(Plan::new(manifest, &triggered, options)?);
-        let pooled = Arc::new(OnceLock::new());
         let limits = AdmissionLimits {
             max_concurrent: plan.max_concurrent,
             ..options.admission
@@ -177,23 +182,35 @@ impl Host {
                 limits,
                 plan.concurrent_on(plan.starting_pool()),
             ));
-            prepare_pool(plan.clone(), pooled.clone(), admission.clone())?;
             (initial, admission)
         } else {
             let initial = plan.build(plan.full_pool(), options.allocation, true)?;
             (initial, Arc::new(Admission::new(limits)))
         };
+        let apps = Arc::new(Applications {
+            initial,
+            pooled: OnceLock::new(),
+        });
+        if background {
+            prepare_pool(plan.clone(), apps.clone(), admission.clone())?;
+        }
+        let body_limits = BodyLimits {
+            max_size: options.max_request_body,
+            read_timeout: options.body_read_timeout,
+            total_timeout: options.body_total_timeout,
+        };
+        let chain: Arc<dyn crate::capabilities::service_chaining::Dispatch> = Arc::new(
+            chain::Chained::new(apps.clone(), admission.clone(), body_limits),
+        );
+        plan.services().chain.set(&chain);
         let routes_listing = RoutesListing::new(manifest, &router);
         Ok(Self {
             router,
-            initial,
-            pooled,
+            apps,
             admission,
-            body_limits: BodyLimits {
-                max_size: options.max_request_body,
-                read_timeout: options.body_read_timeout,
-                total_timeout: options.body_total_timeout,
-            },
+            body_limits,
+            _chain: chain,
+            subscriptions: plan.subscriptions.clone(),
             in_process_client: ClientAddr::new(IN_PROCESS_CLIENT),
             routes_listing,
             well_known: WellKnown::new(manifest),
@@ -202,15 +219,84 @@ impl Host {
 
     /// The application requests go to: the pooled one once it is ready.
     fn application(&self) -> &Application {
-        self.pooled.get().unwrap_or(&self.initial)
+        self.apps.current()
     }
 
     /// Tells the application where `serve` listens: where its components'
     /// requests to `self` go. Every context shares the application's services.
     pub fn listening_on(&self, addr: SocketAddr) {
-        if let Some(loaded) = self.initial.components.values().next() {
+        if let Some(loaded) = self.apps.initial.components.values().next() {
             loaded.recipe.context.services.self_origin.set(addr);
         }
+    }
+
+    /// Subscribes to every Redis trigger's channels (an error if a server
+    /// cannot be reached), then returns what delivers their messages: it
+    /// ends only if a server goes away, with that error (never, without Redis
+    /// triggers). `serve` runs it beside the listener.
+    pub(crate) async fn start_triggers(
+        &self,
+    ) -> Result<futures::future::BoxFuture<'static, anyhow::Error>> {
+        use futures::FutureExt;
+        let mut running = Vec::new();
+        for subscription in self.subscriptions.clone() {
+            let delivery =
+                crate::trigger::redis::subscribe(subscription, self.redis_dispatcher()).await?;
+            running.push(delivery.boxed());
+        }
+        if running.is_empty() {
+            return Ok(futures::future::pending().boxed());
+        }
+        Ok(async move {
+            let (ended, _, _) = futures::future::select_all(running).await;
+            ended
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("a Redis trigger stopped"))
+        }
+        .boxed())
+    }
+
+    /// Runs one Redis message on a component as a request is run: an
+    /// admission permit, a pool slot where WASIp3 instances share the pool,
+    /// a fresh instance within the request deadline; failures are logged.
+    fn redis_dispatcher(&self) -> crate::trigger::redis::Dispatcher {
+        use futures::FutureExt;
+        let apps = self.apps.clone();
+        let admission = self.admission.clone();
+        Arc::new(move |component: String, payload: Vec<u8>| {
+            let apps = apps.clone();
+            let admission = admission.clone();
+            async move {
+                let permit = match admission.admit().await {
+                    Ok(permit) => permit,
+                    Err(refusal) => {
+                        logger::line(format!(
+                            "error: component {component:?} missed a Redis message: {}",
+                            refusal.message(admission.limits())
+                        ));
+                        return;
+                    }
+                };
+                let application = apps.current();
+                let Some(loaded) = application.redis.get(&component) else {
+                    return;
+                };
+                let slot = match take_slot(application.shared_slots.as_ref()).await {
+                    Ok(slot) => slot,
+                    Err(failure) => {
+                        logger::line(format!("error: {}", failure.message(&component)));
+                        return;
+                    }
+                };
+                if let Err(error) = loaded.handler.handle(&payload, &loaded.recipe).await {
+                    logger::line(format!(
+                        "error: component {component:?} failed on a Redis message: {error:#}"
+                    ));
+                }
+                drop((permit, slot));
+            }
+            .boxed()
+        })
     }
 
     /// What `serve` prints once it listens on `addr`: `spin up`'s route listing.
@@ -250,84 +336,16 @@ impl Host {
             Ok(permit) => permit,
             Err(refusal) => return (self.busy(refusal), Some(component)),
         };
-        let fault = FaultCell::default();
-        let request = with_spin_headers(request, &matched, client)
-            .map(|body| GuardedBody::new(body, self.body_limits, fault.clone()));
-        let application = self.application();
-        let loaded = &application.components[component];
-        let response = match &loaded.handler {
-            Handler::Fresh(pre) => {
-                let slots = application.shared_slots.as_ref();
-                self.fresh(pre, request, loaded, slots, permit).await
-            }
-            Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
-            Handler::Wagi(wagi) => {
-                let slots = application.shared_slots.as_ref();
-                Self::wagi(wagi, request, loaded, slots, permit).await
-            }
-        };
-        let response = response
-            .unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
-        // The guest saw a failed body read and answered as it saw fit (a 400 for
-        // ours); the client deserves to know what went wrong. The guest's
-        // response, and with it a WASIp2 instance, is dropped here.
-        let fault_reply = match fault.get() {
-            None => return (response, Some(component)),
-            Some(BodyFault::TooLarge) => glue::ApiError::body_too_large(max_size),
-            Some(BodyFault::Stalled) => glue::ApiError::new(
-                408,
-                format!(
-                    "request body: no data received for {:?}; send the body without pauses",
-                    self.body_limits.read_timeout
-                ),
-            ),
-            Some(BodyFault::Overdue) => glue::ApiError::new(
-                408,
-                format!(
-                    "request body: not complete within {:?} of the request; send it faster",
-                    self.body_limits.total_timeout
-                ),
-            ),
-        };
-        (reply::to_response(fault_reply.to_reply()), Some(component))
-    }
-
-    /// Serves `request` on a fresh instance, which holds `permit` and, when
-    /// idle WASIp3 instances share the pool, a slot of it.
-    async fn fresh<B>(
-        &self,
-        pre: &wasmtime_wasi_http::p2::bindings::ProxyPre<RequestState>,
-        request: Request<B>,
-        loaded: &Loaded,
-        slots: Option<&Arc<Slots>>,
-        permit: Permit,
-    ) -> Result<Response<Body>, Failure>
-    where
-        B: hyper::body::Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<wasmtime_wasi_http::Error>,
-    {
-        let slot = take_slot(slots).await?;
-        let invocation = invoke::instantiate(pre, request, &loaded.recipe).await?;
-        invoke::respond(invocation, Holds::new(permit, slot)).await
-    }
-
-    /// Runs a WAGI program on `request`; like a fresh instance, it holds
-    /// `permit` and, when idle WASIp3 instances share the pool, a slot, until
-    /// its (buffered) response is ready.
-    async fn wagi<B>(
-        wagi: &Wagi,
-        request: Request<B>,
-        loaded: &Loaded,
-        slots: Option<&Arc<Slots>>,
-        permit: Permit,
-    ) -> Result<Response<Body>, Failure>
-    where
-        B: hyper::body::Body<Data = Bytes> + Send + 'static,
-    {
-        let slot = take_slot(slots).await?;
-        let response = wagi.handle(request, &loaded.recipe).await;
-        drop((permit, slot));
-        response
+        let request = with_spin_headers(request, &matched, client);
+        let response = serve_component(
+            self.application(),
+            self.body_limits,
+            component,
+            request,
+            permit,
+        )
+        .await;
+        (response, Some(component))
     }
 
     /// The `503` for a request that found no free instance.
@@ -336,14 +354,121 @@ impl Host {
     }
 }
 
+/// The application loaded at start and, under `serve`, the pooled one
+/// prepared in the background, which serves once ready.
+pub(crate) struct Applications {
+    initial: Application,
+    pooled: OnceLock<Application>,
+}
+
+impl Applications {
+    fn current(&self) -> &Application {
+        self.pooled.get().unwrap_or(&self.initial)
+    }
+}
+
+/// Serves `request` (its `spin-*` headers set) on `component` of
+/// `application`, holding `permit`: a client's request or a chained one. The
+/// body is held to `body_limits`; a guest that saw its body fail gets its
+/// answer replaced by the host's (413 or 408).
+async fn serve_component<B>(
+    application: &Application,
+    body_limits: BodyLimits,
+    component: &str,
+    request: Request<B>,
+    permit: Permit,
+) -> Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    let max_size = body_limits.max_size;
+    let fault = FaultCell::default();
+    let request = request.map(|body| GuardedBody::new(body, body_limits, fault.clone()));
+    let Some(loaded) = application.components.get(component) else {
+        return reply::to_response(reply::server_error(
+            500,
+            format!("no HTTP component {component:?} in the application"),
+        ));
+    };
+    let response = match &loaded.handler {
+        Handler::Fresh(pre) => {
+            let slots = application.shared_slots.as_ref();
+            fresh(pre, request, loaded, slots, permit).await
+        }
+        Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
+        Handler::Wagi(wagi) => {
+            let slots = application.shared_slots.as_ref();
+            wagi_run(wagi, request, loaded, slots, permit).await
+        }
+    };
+    let response =
+        response.unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
+    // The guest saw a failed body read and answered as it saw fit (a 400 for
+    // ours); the client deserves to know what went wrong. The guest's
+    // response, and with it a WASIp2 instance, is dropped here.
+    let fault_reply = match fault.get() {
+        None => return response,
+        Some(BodyFault::TooLarge) => glue::ApiError::body_too_large(max_size),
+        Some(BodyFault::Stalled) => glue::ApiError::new(
+            408,
+            format!(
+                "request body: no data received for {:?}; send the body without pauses",
+                body_limits.read_timeout
+            ),
+        ),
+        Some(BodyFault::Overdue) => glue::ApiError::new(
+            408,
+            format!(
+                "request body: not complete within {:?} of the request; send it faster",
+                body_limits.total_timeout
+            ),
+        ),
+    };
+    reply::to_response(fault_reply.to_reply())
+}
+
+/// Serves `request` on a fresh instance, which holds `permit` and, when
+/// idle WASIp3 instances share the pool, a slot of it.
+async fn fresh<B>(
+    pre: &wasmtime_wasi_http::p2::bindings::ProxyPre<RequestState>,
+    request: Request<B>,
+    loaded: &Loaded,
+    slots: Option<&Arc<Slots>>,
+    permit: Permit,
+) -> Result<Response<Body>, Failure>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<wasmtime_wasi_http::Error>,
+{
+    let slot = take_slot(slots).await?;
+    let invocation = invoke::instantiate(pre, request, &loaded.recipe).await?;
+    invoke::respond(invocation, Holds::new(permit, slot)).await
+}
+
+/// Runs a WAGI program on `request`; like a fresh instance, it holds
+/// `permit` and, when idle WASIp3 instances share the pool, a slot, until
+/// its (buffered) response is ready.
+async fn wagi_run<B>(
+    wagi: &Wagi,
+    request: Request<B>,
+    loaded: &Loaded,
+    slots: Option<&Arc<Slots>>,
+    permit: Permit,
+) -> Result<Response<Body>, Failure>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+{
+    let slot = take_slot(slots).await?;
+    let response = wagi.handle(request, &loaded.recipe).await;
+    drop((permit, slot));
+    response
+}
+
 /// Builds the pooled application on a thread of its own and, once it is
 /// ready, hands it to the host; if the pool cannot be had, the on-demand
 /// engine keeps serving (with the same warning a failed pool gives at start).
-fn prepare_pool(
-    plan: Arc<Plan>,
-    pooled: Arc<OnceLock<Application>>,
-    admission: Arc<Admission>,
-) -> Result<()> {
+fn prepare_pool(plan: Arc<Plan>, apps: Arc<Applications>, admission: Arc<Admission>) -> Result<()> {
     let since = Instant::now();
     std::thread::Builder::new()
         .name("pool-setup".into())
@@ -354,7 +479,7 @@ fn prepare_pool(
                 // as many as the full pool would.
                 Ok(application) => {
                     let pool = application.allocation == Allocation::Pooling;
-                    let _ = pooled.set(application);
+                    let _ = apps.pooled.set(application);
                     admission.open_fully();
                     if pool {
                         plan.log_pool_ready(since);

@@ -25,6 +25,7 @@ pub mod lines;
 mod logger;
 pub mod manifest;
 mod server;
+pub mod trigger;
 
 pub use app::{Host, HostOptions, precompile};
 pub use capabilities::budget::BudgetLimits;

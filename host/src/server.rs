@@ -86,11 +86,25 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
         .with_context(|| format!("listening on {}", options.listen))?;
     let addr = listener.local_addr()?;
     host.listening_on(addr);
+    let triggers = host.start_triggers().await?;
     crate::lines::stdout(&host.routes_listing(addr)).context("writing the routes to stdout")?;
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let mut backoff = AcceptBackoff::default();
-    let shutdown = shutdown_signal();
+    // A signal, or a trigger that stopped (a Redis server gone: the app
+    // stops, as `spin up` does).
+    let stopped = Arc::new(std::sync::Mutex::new(None));
+    let shutdown = {
+        let stopped = stopped.clone();
+        async move {
+            tokio::select! {
+                () = shutdown_signal() => {}
+                error = triggers => {
+                    *stopped.lock().expect("not poisoned") = Some(error);
+                }
+            }
+        }
+    };
     tokio::pin!(shutdown);
     loop {
         // Past the cap, the loop does not accept: new connections wait in the
@@ -119,7 +133,10 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     {
         crate::err_line!("shutdown grace period over; dropping remaining connections");
     }
-    Ok(())
+    match stopped.lock().expect("not poisoned").take() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
 }
 
 /// Quiet, growing pauses while `accept` fails (out of descriptors, mostly):

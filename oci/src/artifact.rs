@@ -105,6 +105,20 @@ fn layers_of(locked: &Locked, archive: bool) -> Result<(LockedApp, Vec<ImageLaye
         let wasm = ImageLayer::new(content.wasm.clone(), WASM_MEDIA_TYPE.into(), None);
         component.source.content = content_ref(&wasm);
         push(wasm);
+        // Dependencies and middleware pushed uncomposed, each a wasm layer.
+        for (name, dependency) in &mut component.dependencies {
+            if let Some(bytes) = content.dependencies.get(name) {
+                let layer = ImageLayer::new(bytes.clone(), WASM_MEDIA_TYPE.into(), None);
+                dependency.source.content = content_ref(&layer);
+                push(layer);
+            }
+        }
+        let middleware = component.trigger_dependencies.values_mut().flatten();
+        for (dependency, bytes) in middleware.zip(&content.middleware) {
+            let layer = ImageLayer::new(bytes.clone(), WASM_MEDIA_TYPE.into(), None);
+            dependency.source.content = content_ref(&layer);
+            push(layer);
+        }
         let mut files = Vec::new();
         for (place, path) in &content.files {
             let bytes =
@@ -201,6 +215,23 @@ pub fn locked_app_descriptor(manifest: &OciImageManifest) -> Result<&OciDescript
         manifest.config.media_type,
         types.join(", ")
     )
+}
+
+/// The one wasm layer of an artifact that has no locked app (a package
+/// pushed by `wkg`, or one wasm pushed as Spin's wasm layer), which Spin runs
+/// as a one-component app ([`crate::locked::LockedApp::for_wasm_package`]).
+/// Spin asks only that there be one layer; a layer that is not wasm is
+/// refused here rather than at the start.
+pub fn wasm_package_layer(manifest: &OciImageManifest) -> Option<&OciDescriptor> {
+    match manifest.layers.as_slice() {
+        [layer] if is_wasm_layer(&layer.media_type) => Some(layer),
+        _ => None,
+    }
+}
+
+/// Whether a layer holds a component's wasm (Spin's type, or `wkg`'s).
+pub fn is_wasm_layer(media_type: &str) -> bool {
+    media_type == WASM_MEDIA_TYPE || media_type == WKG_WASM_MEDIA_TYPE
 }
 
 /// How a pulled layer is kept.

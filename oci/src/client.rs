@@ -227,8 +227,16 @@ impl Registry {
         limits: &PullLimits,
         budget: &Budget,
     ) -> Result<Downloaded> {
-        let locked = artifact::locked_app_descriptor(manifest)
-            .map_err(|e| anyhow!("{}: {e}", self.reference))?;
+        // A single wasm with no locked app (what `wkg oci push` writes) is
+        // its one layer, which Spin runs as a one-component app.
+        let (locked, is_locked_app) = match artifact::locked_app_descriptor(manifest) {
+            Ok(descriptor) => (descriptor, true),
+            Err(e) => (
+                artifact::wasm_package_layer(manifest)
+                    .ok_or_else(|| anyhow!("{}: {e}", self.reference))?,
+                false,
+            ),
+        };
         let mut pending: Vec<&OciDescriptor> = vec![locked];
         for layer in &manifest.layers {
             if !store.has(Digest::parse(&layer.digest)?)
@@ -245,9 +253,11 @@ impl Registry {
                 .charge(size)
                 .map_err(|e| anyhow!("{}: {e}", self.reference))?;
         }
-        limits
-            .check_document("the locked app", u64::try_from(locked.size).unwrap_or(0))
-            .map_err(|e| anyhow!("{}: {e}", self.reference))?;
+        if is_locked_app {
+            limits
+                .check_document("the locked app", u64::try_from(locked.size).unwrap_or(0))
+                .map_err(|e| anyhow!("{}: {e}", self.reference))?;
+        }
         let mut downloaded = Downloaded::default();
         self.fetch(locked, store, limits, budget, &mut downloaded)
             .await?;

@@ -7,13 +7,16 @@
 //! layers and digests.
 
 use crate::locked::{
-    ContentRef, LockedApp, LockedComponent, LockedSource, LockedTrigger, Variable,
+    ContentRef, LockedApp, LockedComponent, LockedDependency, LockedInherit, LockedSource,
+    LockedTrigger, MIDDLEWARE, Variable,
 };
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 use spinbench_host::capabilities::{files, outbound_hosts};
+use spinbench_host::instance::compose;
 use spinbench_host::instance::remote_source;
 use spinbench_host::manifest::component::{Build, Commands};
+use spinbench_host::manifest::dependency::{Dependency, Inherited, TriggerDependency};
 use spinbench_host::manifest::{Component, Digest, Manifest, Source};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,6 +24,11 @@ use std::path::{Path, PathBuf};
 /// What a component's locked content is made of, before it becomes layers.
 pub struct LocalContent {
     pub wasm: Vec<u8>,
+    /// Each dependency's wasm, by dependency name (left uncomposed, as
+    /// `spin registry push --compose=false` leaves them).
+    pub dependencies: BTreeMap<String, Vec<u8>>,
+    /// Its trigger's middleware wasm, outermost first.
+    pub middleware: Vec<Vec<u8>>,
     /// Each file's place below the guest's `/` and where it is read from,
     /// sorted by place (a later `files` entry for the same place wins, as
     /// Spin's copy overwrites).
@@ -38,7 +46,7 @@ pub fn lock(path: &Path, cache_dir: Option<&Path>) -> Result<Locked> {
     let manifest = Manifest::load(path)?;
     let text = std::fs::read_to_string(path)?;
     let raw: toml::Table = toml::from_str(&text)?;
-    let triggers = locked_triggers(&raw)?;
+    let (mut triggers, middleware) = locked_triggers(&raw)?;
     let mut components = Vec::new();
     let mut content = Vec::new();
     // In the manifest's order, as Spin's (ordered) map keeps them.
@@ -53,6 +61,16 @@ pub fn lock(path: &Path, cache_dir: Option<&Path>) -> Result<Locked> {
             .with_context(|| format!("component {id:?}"))?;
         components.push(locked);
         content.push(local);
+    }
+    for (index, list) in middleware {
+        lock_middleware(
+            &manifest,
+            &mut triggers[index],
+            &list,
+            &mut components,
+            &mut content,
+            cache_dir,
+        )?;
     }
     let must_understand = if components.iter().any(|c| !c.host_requirements.is_empty()) {
         vec!["component_host_requirements".to_string()]
@@ -120,10 +138,14 @@ fn app_metadata(manifest: &Manifest, triggers: &[LockedTrigger]) -> Map<String, 
 
 /// Every `[[trigger.<type>]]` table, as written but for its `id` (given one
 /// as Spin's `normalize_trigger_ids` gives it) and its `component` (an id).
-fn locked_triggers(raw: &toml::Table) -> Result<Vec<LockedTrigger>> {
+/// The triggers, and each HTTP trigger's middleware by the trigger's index.
+type Middleware = Vec<(usize, Vec<Dependency>)>;
+
+fn locked_triggers(raw: &toml::Table) -> Result<(Vec<LockedTrigger>, Middleware)> {
     let Some(kinds) = raw.get("trigger").and_then(toml::Value::as_table) else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
+    let mut middleware = Vec::new();
     let mut taken: BTreeSet<String> = kinds
         .values()
         .filter_map(toml::Value::as_array)
@@ -163,14 +185,115 @@ fn locked_triggers(raw: &toml::Table) -> Result<Vec<LockedTrigger>> {
                 }
             };
             taken.insert(id.clone());
+            // Spin moves a trigger's dependencies to its component.
+            if let Some(dependencies) = config.remove("dependencies") {
+                let mut tables: BTreeMap<
+                    String,
+                    Vec<spinbench_host::manifest::dependency::TriggerDependency>,
+                > = dependencies
+                    .try_into()
+                    .context("a trigger's `dependencies`")?;
+                if let Some(list) = tables.remove("middleware") {
+                    middleware.push((
+                        locked.len(),
+                        list.iter().map(TriggerDependency::as_dependency).collect(),
+                    ));
+                }
+            }
             locked.push(LockedTrigger {
                 id,
                 trigger_type: kind.clone(),
                 trigger_config: toml_to_json(&config),
+                trigger_dependencies: Map::new(),
             });
         }
     }
-    Ok(locked)
+    Ok((locked, middleware))
+}
+
+/// Spin 4.1's `reassign_trigger_deps` for one trigger: its middleware on
+/// its component, or on a copy of it (`<component>-for-<trigger>`) where
+/// other triggers name the same component.
+fn lock_middleware(
+    manifest: &Manifest,
+    trigger: &mut LockedTrigger,
+    list: &[Dependency],
+    components: &mut Vec<LockedComponent>,
+    content: &mut Vec<LocalContent>,
+    cache_dir: Option<&Path>,
+) -> Result<()> {
+    let Some(id) = trigger
+        .trigger_config
+        .get("component")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return Ok(());
+    };
+    let index = components
+        .iter()
+        .position(|c| c.id == id)
+        .with_context(|| format!("trigger {:?} names no component", trigger.id))?;
+    let shared = manifest
+        .trigger
+        .http
+        .iter()
+        .filter(|t| t.component_id() == Some(id.as_str()))
+        .count()
+        > 1;
+    let index = if shared {
+        let mut copy = components[index].clone();
+        copy.id = format!("{id}-for-{}", trigger.id);
+        trigger.trigger_config["component"] = copy.id.clone().into();
+        let local = LocalContent {
+            wasm: content[index].wasm.clone(),
+            dependencies: content[index].dependencies.clone(),
+            middleware: Vec::new(),
+            files: content[index].files.clone(),
+        };
+        components.push(copy);
+        content.push(local);
+        components.len() - 1
+    } else {
+        index
+    };
+    let mut locked = Vec::new();
+    for dependency in list {
+        let bytes = compose::read(manifest, dependency, cache_dir)
+            .with_context(|| format!("the middleware of trigger {:?}", trigger.id))?;
+        content[index].middleware.push(bytes);
+        locked.push(LockedDependency {
+            source: placeholder_source(),
+            export: None,
+            inherit: locked_inherit(&Inherited::of(dependency.inherit_configuration(), None)),
+        });
+    }
+    let component = &mut components[index];
+    component
+        .trigger_dependencies
+        .insert("middleware".into(), locked);
+    component
+        .metadata
+        .insert("resolve-trigger-dependencies-using".into(), "http".into());
+    component
+        .host_requirements
+        .insert(MIDDLEWARE.into(), "required".into());
+    Ok(())
+}
+
+/// A source whose content [`crate::artifact`] fills in.
+fn placeholder_source() -> LockedSource {
+    LockedSource {
+        content_type: "application/wasm".into(),
+        content: ContentRef::default(),
+    }
+}
+
+fn locked_inherit(inherited: &Inherited) -> LockedInherit {
+    match inherited {
+        Inherited::All => LockedInherit::All,
+        Inherited::Some(sets) => LockedInherit::Some(sets.clone()),
+    }
 }
 
 fn lock_component(
@@ -179,9 +302,23 @@ fn lock_component(
     component: &Component,
     cache_dir: Option<&Path>,
 ) -> Result<(LockedComponent, LocalContent)> {
-    if let Some(name) = component.dependencies.keys().next() {
-        bail!(
-            "its dependency {name:?} would have to be composed into it, which spinbench does not do; `spin registry push` composes it"
+    let mut dependencies = BTreeMap::new();
+    let mut dependency_bytes = BTreeMap::new();
+    for (name, dependency) in &component.dependencies {
+        let bytes = compose::read(manifest, dependency, cache_dir)
+            .with_context(|| format!("dependency {name:?}"))?;
+        dependency_bytes.insert(name.clone(), bytes);
+        let inherited = Inherited::of(
+            dependency.inherit_configuration(),
+            component.dependencies_inherit_configuration,
+        );
+        dependencies.insert(
+            name.clone(),
+            LockedDependency {
+                source: placeholder_source(),
+                export: dependency.export().map(str::to_string),
+                inherit: locked_inherit(&inherited),
+            },
         );
     }
     let wasm = match &component.source {
@@ -239,11 +376,20 @@ fn lock_component(
         env: component.environment.clone(),
         files: Vec::new(),
         config: component.variables.clone(),
-        dependencies: BTreeMap::new(),
+        dependencies,
+        trigger_dependencies: BTreeMap::new(),
         host_requirements,
     };
     let files = component_files(manifest, component)?;
-    Ok((locked, LocalContent { wasm, files }))
+    Ok((
+        locked,
+        LocalContent {
+            wasm,
+            dependencies: dependency_bytes,
+            middleware: Vec::new(),
+            files,
+        },
+    ))
 }
 
 /// The files a component's `files` entries name, resolved as `serve`

@@ -17,8 +17,12 @@ use std::collections::BTreeMap;
 /// app has host requirements).
 const NEWEST_VERSION: u32 = 1;
 
-/// The one host requirement Spin 4.0.2 knows: `*.spin.internal` service chaining.
+/// The host requirement of `*.spin.internal` service chaining (Spin 4.0).
 pub const SERVICE_CHAINING: &str = "local_service_chaining";
+/// The host requirement of HTTP middleware (Spin 4.1).
+pub const MIDDLEWARE: &str = "middleware";
+/// The host requirements Spin 4.1 to 4.3 know, which spinbench meets.
+const KNOWN_REQUIREMENTS: &[&str] = &[SERVICE_CHAINING, MIDDLEWARE];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LockedApp {
@@ -57,11 +61,46 @@ pub struct LockedComponent {
     /// Component variables (the manifest's `variables` table).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub config: BTreeMap<String, String>,
-    /// Dependencies left uncomposed (`spin registry push --compose=false`).
+    /// Dependencies left uncomposed (`spin registry push --compose=false`),
+    /// by dependency name; composed when the app is served.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub dependencies: BTreeMap<String, Value>,
+    pub dependencies: BTreeMap<String, LockedDependency>,
+    /// Its trigger's dependencies (`middleware`: outermost first), moved
+    /// from the trigger as Spin 4.1 moves them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub trigger_dependencies: BTreeMap<String, Vec<LockedDependency>>,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub host_requirements: Map<String, Value>,
+}
+
+/// Spin's `LockedComponentDependency`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LockedDependency {
+    pub source: LockedSource,
+    /// The export satisfying the import, if not the import's own name.
+    #[serde(default)]
+    pub export: Option<String>,
+    #[serde(default, skip_serializing_if = "LockedInherit::is_none")]
+    pub inherit: LockedInherit,
+}
+
+/// Spin's `InheritConfiguration`: every grant, or the capability sets named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LockedInherit {
+    All,
+    Some(Vec<String>),
+}
+
+impl Default for LockedInherit {
+    fn default() -> Self {
+        LockedInherit::Some(Vec::new())
+    }
+}
+
+impl LockedInherit {
+    fn is_none(&self) -> bool {
+        *self == LockedInherit::Some(Vec::new())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -102,6 +141,10 @@ pub struct LockedTrigger {
     pub trigger_type: String,
     /// The trigger's table: `route`, `component` (an id), `executor`, ...
     pub trigger_config: Value,
+    /// Dependencies left on the trigger (Spin moves them to its component;
+    /// one left here is refused rather than dropped: `unlock`).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub trigger_dependencies: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,8 +159,8 @@ pub struct Variable {
 }
 
 impl LockedApp {
-    /// Reads a locked app as Spin 4.0.2 reads one: a version above 1, or a
-    /// host requirement other than service chaining, is an error.
+    /// Reads a locked app as Spin 4.1 reads one: a version above 1, or a
+    /// host requirement other than service chaining and middleware, is an error.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
         let app: LockedApp = serde_json::from_slice(bytes)?;
         if app.spin_lock_version > NEWEST_VERSION {
@@ -131,11 +174,53 @@ impl LockedApp {
                 .iter()
                 .flat_map(|c| c.host_requirements.keys()),
         ) {
-            if key != SERVICE_CHAINING {
-                bail!("the app requires the host feature {key:?}, which Spin 4.0.2 does not know");
+            if !KNOWN_REQUIREMENTS.contains(&key.as_str()) {
+                bail!("the app requires the host feature {key:?}, which Spin 4.3 does not know");
             }
         }
         Ok(app)
+    }
+
+    /// The app Spin runs for an artifact that is one wasm and no locked app
+    /// (what `wkg oci push` writes): the one-component manifest of
+    /// spinframework/spin 94a8fc8a `crates/loader/src/lib.rs` `from_wasm_file`
+    /// (named for the wasm's file, which Spin keeps by digest; every path to
+    /// its only component, `/...`, and nothing granted), normalized as Spin
+    /// normalizes an inline component (`inline-component1`).
+    pub fn for_wasm_package(digest: &str) -> Self {
+        let id = "inline-component1";
+        let mut metadata = Map::new();
+        metadata.insert("name".into(), digest.into());
+        Self {
+            spin_lock_version: 0,
+            must_understand: Vec::new(),
+            metadata,
+            host_requirements: Map::new(),
+            variables: BTreeMap::new(),
+            triggers: vec![LockedTrigger {
+                id: format!("{id}-http-trigger"),
+                trigger_type: "http".into(),
+                trigger_config: serde_json::json!({ "component": id, "route": "/..." }),
+                trigger_dependencies: Map::new(),
+            }],
+            components: vec![LockedComponent {
+                id: id.into(),
+                metadata: Map::new(),
+                source: LockedSource {
+                    content_type: "application/wasm".into(),
+                    content: ContentRef {
+                        digest: Some(digest.into()),
+                        ..ContentRef::default()
+                    },
+                },
+                env: BTreeMap::new(),
+                files: Vec::new(),
+                config: BTreeMap::new(),
+                dependencies: BTreeMap::new(),
+                trigger_dependencies: BTreeMap::new(),
+                host_requirements: Map::new(),
+            }],
+        }
     }
 
     /// As Spin serializes it: version 0 without host requirements, else 1.

@@ -116,13 +116,21 @@ pub fn pull_into(reference: &str, options: &Options, dir: &Path) -> Result<Pulle
 }
 
 /// The locked app a manifest carries, read from the store (parsed whole,
-/// so no larger than `--max-manifest-size`).
+/// so no larger than `--max-manifest-size`); for a single wasm without one,
+/// the one-component app Spin runs it as.
 fn locked_app(
     manifest: &OciImageManifest,
     store: &Store,
     limits: &PullLimits,
 ) -> Result<LockedApp> {
-    let descriptor = artifact::locked_app_descriptor(manifest)?;
+    let descriptor = match artifact::locked_app_descriptor(manifest) {
+        Ok(descriptor) => descriptor,
+        Err(error) => {
+            return artifact::wasm_package_layer(manifest)
+                .map(|layer| LockedApp::for_wasm_package(&layer.digest))
+                .ok_or(error);
+        }
+    };
     let bytes = store
         .read(Digest::parse(&descriptor.digest)?, limits.max_manifest)
         .context("the locked app")?;

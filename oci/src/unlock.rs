@@ -10,14 +10,19 @@
 //!
 //! Before anything is written, every name is checked ([`boundary::names`]),
 //! and everything is written beneath the directory through
-//! [`boundary::AppDir`]. What a locked app can say that spinbench cannot
-//! serve is refused here, in one line: a component whose dependencies were
-//! pushed uncomposed, and `*.spin.internal` service chaining required.
-//! Everything else is left to the manifest's own checks, as for an app on disk.
+//! [`boundary::AppDir`].
+//!
+//! Dependencies pushed uncomposed (`spin registry push --compose=false`) and
+//! a trigger's middleware (Spin 4.1's `trigger_dependencies`) are written
+//! back as `dependencies` on their component and trigger, each wasm by
+//! digest, and composed when the app is served (`instance::compose`);
+//! `*.spin.internal` service chaining (the `local_service_chaining` host
+//! requirement) is served, as by the host for an app on disk. Everything
+//! else is left to the manifest's own checks, as for an app on disk.
 
 use crate::boundary::app_dir::{AppDir, Placed};
 use crate::boundary::{self, RelativePath};
-use crate::locked::{ContentRef, LockedApp, LockedComponent, SERVICE_CHAINING};
+use crate::locked::{ContentRef, LockedApp, LockedComponent, LockedDependency, LockedInherit};
 use crate::store::Blobs;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Map, Value};
@@ -60,14 +65,22 @@ pub fn write_app(app: &LockedApp, blobs: &dyn Blobs, dir: &Path) -> Result<()> {
             .expect("an array")
             .push(table.into());
     }
-    manifest.insert("trigger".into(), triggers.into());
     let mut components = Table::new();
     for (index, component) in app.components.iter().enumerate() {
         let table = out
             .component(index, component)
             .with_context(|| format!("component {:?}", component.id))?;
         components.insert(component.id.clone(), table.into());
+        if let Some(list) = component.trigger_dependencies.get("middleware") {
+            let middleware = list
+                .iter()
+                .map(|dependency| out.dependency(dependency, false))
+                .collect::<Result<Vec<_>>>()
+                .with_context(|| format!("component {:?}: middleware", component.id))?;
+            add_middleware(&mut triggers, &component.id, &middleware);
+        }
     }
+    manifest.insert("trigger".into(), triggers.into());
     manifest.insert("component".into(), components.into());
     let text = format!(
         "# Written by spinbench from the locked app of a registry artifact.\n{}",
@@ -92,20 +105,31 @@ fn check(app: &LockedApp) -> Result<()> {
     {
         bail!("the app requires its host to understand {unknown:?}, which Spin 4.0.2 does not");
     }
-    let chaining = crate::locked::requirement_is_required(&app.host_requirements, SERVICE_CHAINING)
-        || app.components.iter().any(|c| c.requires(SERVICE_CHAINING));
-    if chaining {
+    if let Some(trigger) = app
+        .triggers
+        .iter()
+        .find(|t| !t.trigger_dependencies.is_empty())
+    {
         bail!(
-            "the app requires local service chaining (`*.spin.internal`), which spinbench serve does not do; `spin up` runs this app"
-        );
-    }
-    if let Some(component) = app.components.iter().find(|c| !c.dependencies.is_empty()) {
-        bail!(
-            "component {:?} was pushed with its dependencies uncomposed (`spin registry push --compose=false`), and spinbench does not compose components; push it with `--compose` or run it with `spin up`",
-            component.id
+            "trigger {:?} carries its dependencies itself, where Spin 4.1 moves them to its component; push it again with Spin 4.1 or later",
+            trigger.id
         );
     }
     Ok(())
+}
+
+/// `dependencies = { middleware = [...] }` on every HTTP trigger naming `id`.
+fn add_middleware(triggers: &mut Table, id: &str, middleware: &[toml::Value]) {
+    let Some(http) = triggers.get_mut("http").and_then(toml::Value::as_array_mut) else {
+        return;
+    };
+    for trigger in http.iter_mut().filter_map(toml::Value::as_table_mut) {
+        if trigger.get("component").and_then(toml::Value::as_str) == Some(id) {
+            let mut dependencies = Table::new();
+            dependencies.insert("middleware".into(), middleware.to_vec().into());
+            trigger.insert("dependencies".into(), dependencies.into());
+        }
+    }
 }
 
 /// `[application]` from the locked app's metadata.
@@ -169,16 +193,7 @@ impl Out<'_> {
     /// `[component.<id>]` of the `index`th component, its wasm and files written.
     fn component(&self, index: usize, component: &LockedComponent) -> Result<Table> {
         let mut table = Table::new();
-        let wasm = format!(
-            "wasm/{}.wasm",
-            content_digest(&component.source.content)?.hex()
-        );
-        self.place(
-            &component.source.content,
-            &RelativePath::new(&wasm)?,
-            Placed::Existing,
-        )?;
-        table.insert("source".into(), wasm.into());
+        table.insert("source".into(), self.wasm(&component.source.content)?.into());
         if let Some(description) = component.metadata.get("description") {
             table.insert("description".into(), toml_value(description)?);
         }
@@ -195,6 +210,16 @@ impl Out<'_> {
         }
         if !component.env.is_empty() {
             table.insert("environment".into(), toml_value(&component.env)?);
+        }
+        if !component.dependencies.is_empty() {
+            let mut dependencies = Table::new();
+            for (name, dependency) in &component.dependencies {
+                let written = self
+                    .dependency(dependency, true)
+                    .with_context(|| format!("dependency {name:?}"))?;
+                dependencies.insert(name.clone(), written);
+            }
+            table.insert("dependencies".into(), dependencies.into());
         }
         if !component.config.is_empty() {
             table.insert("variables".into(), toml_value(&component.config)?);
@@ -217,6 +242,31 @@ impl Out<'_> {
             table.insert("files".into(), vec![toml::Value::Table(mount)].into());
         }
         Ok(table)
+    }
+
+    /// A locked dependency as a manifest's: its wasm placed by digest, its
+    /// export (`with_export`: a component's dependency) and what it inherits.
+    fn dependency(&self, dependency: &LockedDependency, with_export: bool) -> Result<toml::Value> {
+        let wasm = self.wasm(&dependency.source.content)?;
+        let mut table = Table::new();
+        table.insert("path".into(), wasm.into());
+        if with_export && let Some(export) = &dependency.export {
+            table.insert("export".into(), export.clone().into());
+        }
+        let inherit = match &dependency.inherit {
+            LockedInherit::All => toml::Value::Boolean(true),
+            LockedInherit::Some(sets) => sets.clone().into(),
+        };
+        table.insert("inherit_configuration".into(), inherit);
+        Ok(table.into())
+    }
+
+    /// Places wasm `content` at `wasm/<digest>.wasm`, shared by whatever
+    /// names the same digest; its path in the app.
+    fn wasm(&self, content: &ContentRef) -> Result<String> {
+        let wasm = format!("wasm/{}.wasm", content_digest(content)?.hex());
+        self.place(content, &RelativePath::new(&wasm)?, Placed::Existing)?;
+        Ok(wasm)
     }
 
     /// Writes content at `target`: inline bytes (checked against the digest

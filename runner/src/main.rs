@@ -156,6 +156,14 @@ struct ServeArgs {
     /// A directory `files` sources may also come from, besides the app's own: for Spin's `{ source = "../sibling" }` layout (without it, a source outside the app's directory is refused).
     #[arg(long)]
     files_root: Option<PathBuf>,
+    /// Serve only this component and the triggers naming it; repeatable (Spin's flag; SpinKube's variable takes a comma-separated list). A kept component that chains to one left out is refused, as by Spin.
+    #[arg(
+        short = 'c',
+        long = "component-id",
+        env = "SPIN_COMPONENTS_TO_RETAIN",
+        value_delimiter = ','
+    )]
+    component_ids: Vec<String>,
 }
 
 impl ServeArgs {
@@ -299,7 +307,7 @@ fn serve(args: &ServeArgs) -> Result<()> {
         &args.registry,
         args.cache_dir.as_deref(),
     )?;
-    let manifest = manifest::Manifest::load(&path)?;
+    let manifest = manifest::Manifest::load_retaining(&path, &args.component_ids)?;
     let host = host::Host::new(&manifest, &args.host_options()?)?;
     host::serve(host, args.serve_options()?)
 }

@@ -133,6 +133,14 @@ struct PullArgs {
     /// The cache pulled blobs are kept in (under registry/) [default: $XDG_CACHE_HOME/spinbench or ~/.cache/spinbench].
     #[arg(long)]
     cache_dir: Option<PathBuf>,
+    /// With -o: write only this component and the triggers naming it; repeatable or comma-separated (`spin up`'s flag). A kept component that chains to one left out is refused, as by Spin.
+    #[arg(
+        short = 'c',
+        long = "component-id",
+        value_delimiter = ',',
+        requires = "output"
+    )]
+    component_ids: Vec<String>,
 }
 
 #[derive(Args)]
@@ -172,6 +180,9 @@ pub fn main(args: &RegistryArgs) -> Result<()> {
                 Some(dir) => spinbench_oci::pull_into(&args.reference, &options, dir)?,
                 None => spinbench_oci::pull(&args.reference, &options)?,
             };
+            if !args.component_ids.is_empty() {
+                retain_in_place(&pulled.manifest_path(), &args.component_ids)?;
+            }
             report(&args.reference, &pulled);
             spinbench_host::out_line!("{}", pulled.manifest_path().display())?;
             Ok(())
@@ -200,6 +211,15 @@ pub fn main(args: &RegistryArgs) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Rewrites the manifest at `path` to keep only the components `retained`
+/// names (its wasm and files stay; nothing names them).
+fn retain_in_place(path: &Path, retained: &[String]) -> Result<()> {
+    let text = std::fs::read_to_string(path)?;
+    let kept = manifest::retain::retain(&text, retained)
+        .with_context(|| format!("retaining only components {}", retained.join(", ")))?;
+    std::fs::write(path, kept).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Whether `-f` names an OCI reference: no such path exists, and it reads

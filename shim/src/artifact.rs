@@ -26,7 +26,7 @@ use containerd_shim_wasm::sandbox::context::WasmLayer;
 use spinbench_host::manifest::Digest;
 use spinbench_oci::artifact::{
     ARCHIVE_MEDIA_TYPE, DATA_MEDIA_TYPE, LOCKED_APP_MEDIA_TYPE, LayerKind, WASM_MEDIA_TYPE,
-    WKG_WASM_MEDIA_TYPE, layer_kind,
+    WKG_WASM_MEDIA_TYPE, is_wasm_layer, layer_kind,
 };
 use spinbench_oci::boundary::{Budget, PullLimits};
 use spinbench_oci::locked::LockedApp;
@@ -116,11 +116,23 @@ pub fn unpack(layers: &[WasmLayer], root: &Path, limits: &PullLimits) -> Result<
                 .with_context(|| format!("unpacking archive layer {digest}"))?;
         }
     }
-    let locked_json = locked.with_context(|| {
-        format!("not a Spin app: the image's wasm layers come without a locked app ({LOCKED_APP_MEDIA_TYPE})")
-    })?;
-    let app = LockedApp::from_json(&locked_json)
-        .context("not a Spin app: its locked app does not parse")?;
+    let (app, locked_json) = match locked {
+        Some(json) => (
+            LockedApp::from_json(&json).context("not a Spin app: its locked app does not parse")?,
+            json,
+        ),
+        // One wasm and no locked app (`wkg oci push`): a one-component app, as Spin runs it.
+        None => match layers {
+            [layer] if is_wasm_layer(layer.config.media_type().as_ref()) => {
+                let app = LockedApp::for_wasm_package(layer.config.digest().as_ref());
+                let json = app.to_json()?;
+                (app, json)
+            }
+            _ => anyhow::bail!(
+                "not a Spin app: the image's wasm layers come without a locked app ({LOCKED_APP_MEDIA_TYPE}), and it is not a single wasm"
+            ),
+        },
+    };
     let dir = root.join("app");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     unlock::write_app(&app, &store, &dir)?;

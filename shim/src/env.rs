@@ -16,7 +16,7 @@ pub const DEFAULT_LISTEN_ADDR: &str = "0.0.0.0:80";
 /// Bytes one instance's linear memory may grow to: what the operator sets from
 /// a `SpinApp`'s `invocationLimits.memory`.
 const MAX_INSTANCE_MEMORY: &str = "SPIN_MAX_INSTANCE_MEMORY";
-/// The `SpinApp`'s `components`: serve only these. Not served here (below).
+/// The `SpinApp`'s `components`: serve only these (comma-separated).
 const COMPONENTS_TO_RETAIN: &str = "SPIN_COMPONENTS_TO_RETAIN";
 /// Application variable `name` is `SPIN_VARIABLE_<NAME>`.
 const VARIABLE_PREFIX: &str = "SPIN_VARIABLE_";
@@ -122,15 +122,12 @@ impl ContainerEnv {
         Ok(())
     }
 
-    /// Refuses what is asked of the shim and not done: serving a subset of the
-    /// app's components (serving them all would expose what was left out).
-    pub fn check_unsupported(&self) -> Result<()> {
-        if let Some(list) = self.get(COMPONENTS_TO_RETAIN) {
-            bail!(
-                "{COMPONENTS_TO_RETAIN}={list:?}: serving only some of an app's components is not supported; deploy an app with only those components"
-            );
-        }
-        Ok(())
+    /// `SPIN_COMPONENTS_TO_RETAIN`: the components to serve, as the Spin shim
+    /// reads it (a comma-separated list; none: all).
+    pub fn components_to_retain(&self) -> Vec<String> {
+        self.get(COMPONENTS_TO_RETAIN)
+            .map(spinbench_host::manifest::retain::parse_list)
+            .unwrap_or_default()
     }
 
     /// The environment application variables are read from: the container's,
@@ -231,11 +228,11 @@ mod tests {
     }
 
     #[test]
-    fn retaining_components_is_refused() {
-        assert!(env(&[]).check_unsupported().is_ok());
-        let error = env(&["SPIN_COMPONENTS_TO_RETAIN=hello"])
-            .check_unsupported()
-            .unwrap_err();
-        assert!(error.to_string().contains("hello"), "{error}");
+    fn the_components_to_retain_are_a_comma_separated_list() {
+        assert!(env(&[]).components_to_retain().is_empty());
+        assert_eq!(
+            env(&["SPIN_COMPONENTS_TO_RETAIN=hello,echo"]).components_to_retain(),
+            ["hello", "echo"]
+        );
     }
 }

@@ -67,13 +67,12 @@ impl Sandbox for SpinbenchSandbox {
 /// Kubernetes' default 30 s grace period).
 fn serve(ctx: &impl RuntimeContext) -> Result<()> {
     let env = ContainerEnv::new(ctx.envs());
-    env.check_unsupported()?;
     let listen = env.listen_addr()?;
     let App {
         manifest,
         cache_dir,
     } = app::materialize(&ctx.entrypoint().source)?;
-    let manifest = Manifest::load(&manifest)?;
+    let manifest = Manifest::load_retaining(&manifest, &env.components_to_retain())?;
     let options = host_options(&env, cache_dir)?;
     // The host runs its own tokio runtime; this function runs inside the
     // library's, which a runtime cannot be started from.

@@ -23,6 +23,7 @@ pub mod fake_registry;
 mod http;
 pub mod node;
 pub mod peak;
+pub mod parity;
 pub mod process;
 pub mod registry;
 pub mod report;

@@ -301,21 +301,19 @@ fn bad_images(node: &Node) -> Vec<(String, String, Vec<String>, &'static str)> {
         "hello:artifact",
     );
     let wasm_layer = "application/vnd.wasm.content.layer.v1+wasm";
-    let locked_app = "application/vnd.fermyon.spin.application.v1+config";
     let no_wasm = artifact_without(node, "hello", wasm_layer, "no-wasm");
-    let no_app = artifact_without(node, "hello", locked_app, "no-app");
     // Not a Spin app: an image of one data file, no spin.toml.
     let notes = node.scratch("notes").join("notes.txt");
     std::fs::write(&notes, "not an app\n").unwrap();
     let not_spin = node.push_and_pull("native_image.py", &[&notes], "notes:1", true);
-    // An app the host refuses: a trigger it does not serve.
-    let redis = app_dir(
+    // An app the host refuses: a trigger type Spin does not build in.
+    let cron = app_dir(
         node,
-        "redis",
-        "[[trigger.redis]]\nchannel = \"messages\"\ncomponent = \"hello\"\n",
+        "cron",
+        "[[trigger.cron]]\ncron_expression = \"1/2 * * * * *\"\ncomponent = \"hello\"\n",
         &std::fs::read(&hello).unwrap(),
     );
-    let redis = node.push_and_pull("files_image.py", &[&redis], "redis:1", true);
+    let cron = node.push_and_pull("files_image.py", &[&cron], "cron:1", true);
     // A component that is not wasm.
     let junk = app_dir(
         node,
@@ -331,9 +329,8 @@ fn bad_images(node: &Node) -> Vec<(String, String, Vec<String>, &'static str)> {
             vec![],
             "the artifact has no such layer",
         ),
-        ("no-app".into(), no_app, vec![], "not a Spin app"),
         ("not-spin".into(), not_spin, vec![], "not a Spin app"),
-        ("refused".into(), redis, vec![], "[[trigger.redis]]"),
+        ("refused".into(), cron, vec![], "[[trigger.cron]]"),
         ("junk".into(), junk, vec![], "is not a component"),
         // A memory limit that cannot hold the host and two instances.
         (

@@ -14,6 +14,7 @@ use super::{ComponentLoad, HostOptions};
 use crate::capabilities::runtime_config::RuntimeConfig;
 use crate::capabilities::{self, AppServices, ComponentContext, Group};
 use crate::instance::compiled_cache::{self, CacheDir, Origin};
+use crate::instance::compose;
 use crate::instance::engine::{self, Allocation, InstanceShape, PoolSizing};
 use crate::instance::flavour::Flavour;
 use crate::instance::limits::{self, AppLimits};
@@ -25,6 +26,7 @@ use crate::instance::slots::Slots;
 use crate::instance::state::{Limits, RequestState, StoreRecipe};
 use crate::logger;
 use crate::manifest::{Digest, Manifest};
+use crate::trigger::redis::{self, RedisHandler, Subscription};
 use anyhow::{Context, Result, anyhow};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -46,9 +48,18 @@ pub struct Loaded {
 /// them up costs nothing measurable.
 pub const START_SLOTS: u32 = 16;
 
+/// A component a `[[trigger.redis]]` runs, ready for messages.
+pub struct RedisLoaded {
+    pub handler: RedisHandler,
+    pub recipe: StoreRecipe,
+}
+
 /// Every triggered component, loaded on one engine.
 pub struct Application {
+    /// The components HTTP triggers name.
     pub components: BTreeMap<String, Loaded>,
+    /// The components Redis triggers name.
+    pub redis: BTreeMap<String, RedisLoaded>,
     /// Which instance allocator its engine uses.
     pub allocation: Allocation,
     /// Its pool's slots, when any component is a WASIp3 one (then every
@@ -66,12 +77,16 @@ pub struct Plan {
     /// Each component's context, shared by every engine's stores (so an
     /// application's stores and databases are opened once).
     contexts: BTreeMap<String, Arc<ComponentContext>>,
+    /// What every component's context shares.
+    services: Arc<AppServices>,
     /// Whether any component is a WASIp3 one.
     wasip3: bool,
     /// What each instance may contain and grow to, sized for these components.
     limits: AppLimits,
     /// `max_concurrent` clamped below the pool's slots.
     pub max_concurrent: usize,
+    /// The Redis servers and channels the app's `[[trigger.redis]]` subscribe to.
+    pub subscriptions: Vec<Subscription>,
     options: HostOptions,
     cache: Option<CacheDir>,
 }
@@ -80,6 +95,11 @@ pub struct Plan {
 struct Source {
     id: String,
     path: PathBuf,
+    /// Whether an HTTP trigger names it.
+    http: bool,
+    /// Whether a Redis trigger names it.
+    redis: bool,
+
     /// The `argv` of the WAGI trigger that runs it, if one does.
     wagi_argv: Option<String>,
     prepared: Prepared<'static>,
@@ -111,6 +131,10 @@ impl Plan {
             Some(env) => env.get(key).cloned(),
             None => std::env::var(key).ok(),
         };
+        let subscriptions = redis::subscriptions(
+            manifest,
+            &crate::manifest::variables::application_values(&manifest.variables, env)?,
+        )?;
         let contexts = ComponentContext::for_components(
             manifest,
             sources.iter().map(|s| s.id.as_str()),
@@ -131,12 +155,19 @@ impl Plan {
             groups,
             concurrent,
             contexts,
+            services,
             wasip3,
             limits,
             max_concurrent,
+            subscriptions,
             options: options.clone(),
             cache: options.cache_dir.as_deref().and_then(CacheDir::open),
         })
+    }
+
+    /// What every component's context shares.
+    pub fn services(&self) -> &AppServices {
+        &self.services
     }
 
     /// The full pool's sizing, as configured.
@@ -188,6 +219,7 @@ impl Plan {
         engine::spawn_epoch_ticker(&engine)?;
         let linker = linker(&engine, &self.groups)?;
         let mut components = BTreeMap::new();
+        let mut redis_components = BTreeMap::new();
         for source in &self.sources {
             let recipe = StoreRecipe {
                 limits: Limits {
@@ -203,11 +235,18 @@ impl Plan {
                     .cloned()
                     .ok_or_else(|| anyhow!("no context for component {:?}", source.id))?,
             };
-            let loaded = self.compile_and_link(&engine, &linker, source, recipe, &slots, log)?;
-            components.insert(source.id.clone(), loaded);
+            let (loaded, redis) =
+                self.compile_and_link(&engine, &linker, source, recipe, &slots, log)?;
+            if let Some(loaded) = loaded {
+                components.insert(source.id.clone(), loaded);
+            }
+            if let Some(redis) = redis {
+                redis_components.insert(source.id.clone(), redis);
+            }
         }
         Ok(Application {
             components,
+            redis: redis_components,
             allocation,
             shared_slots: self.wasip3.then_some(slots),
         })
@@ -244,6 +283,8 @@ impl Plan {
         );
     }
 
+    /// The component `source` as its HTTP triggers and its Redis triggers
+    /// run it (each where one names it).
     fn compile_and_link(
         &self,
         engine: &Engine,
@@ -252,16 +293,51 @@ impl Plan {
         recipe: StoreRecipe,
         slots: &Arc<Slots>,
         log: bool,
-    ) -> Result<Loaded> {
+    ) -> Result<(Option<Loaded>, Option<RedisLoaded>)> {
         let Source {
             id, path, prepared, ..
         } = source;
         let loaded = compiled_cache::load(engine, &prepared.wasm, path, self.cache.as_ref())
             .with_context(|| format!("loading component {id:?}"))?;
+        // Its dependencies' denied imports trap when called: linked so on a
+        // linker of its own, every other import checked at start.
+        let mut own_linker;
+        let denied = prepared
+            .imports
+            .iter()
+            .any(|import| compose::is_denied(import));
+        let linker = if denied {
+            own_linker = linker.clone();
+            super::denied::link_traps(&mut own_linker, engine, &loaded.component)
+                .with_context(|| format!("component {id:?}: its dependencies' denied imports"))?;
+            &own_linker
+        } else {
+            linker
+        };
         let pre = linker.instantiate_pre(&loaded.component).map_err(|e| {
             let reason = format!("{:#}", anyhow::Error::from(e)).replace('\n', " ");
             anyhow!("component {id:?} cannot be linked ({reason}); `spin up` runs this app")
         })?;
+        let redis = if source.redis {
+            let handler = RedisHandler::new(pre.clone())
+                .with_context(|| format!("component {id:?} ({})", path.display()))?;
+            Some(RedisLoaded {
+                handler,
+                recipe: recipe.clone(),
+            })
+        } else {
+            None
+        };
+        if !source.http {
+            if log {
+                crate::err_line!(
+                    "{id}: {} in {:.1?} (Redis trigger, fresh instance per message)",
+                    origin_text(loaded.origin),
+                    loaded.elapsed
+                );
+            }
+            return Ok((None, redis));
+        }
         let handler = Handler::new(
             pre,
             prepared.flavour,
@@ -282,14 +358,15 @@ impl Plan {
                 how.join(", ")
             );
         }
-        Ok(Loaded {
+        let http = Loaded {
             handler,
             recipe,
             load: ComponentLoad {
                 origin: loaded.origin,
                 elapsed: loaded.elapsed,
             },
-        })
+        };
+        Ok((Some(http), redis))
     }
 }
 
@@ -324,7 +401,11 @@ fn fitted(options: &HostOptions, limits: &AppLimits) -> Result<HostOptions> {
 fn engine_needs(sources: &[Source]) -> (bool, BTreeSet<Group>, bool) {
     let wasip3 = sources.iter().any(|s| s.prepared.flavour == Flavour::P3);
     let groups: BTreeSet<Group> = sources.iter().flat_map(|s| s.groups.clone()).collect();
-    let concurrent = wasip3 || groups.iter().any(|group| group.concurrent());
+    let concurrent = wasip3
+        || sources
+            .iter()
+            .any(|s| s.redis && redis::exports_async_handler(&s.prepared.wasm))
+        || groups.iter().any(|group| group.concurrent());
     (wasip3, groups, concurrent)
 }
 
@@ -337,6 +418,7 @@ fn engine_needs(sources: &[Source]) -> (bool, BTreeSet<Group>, bool) {
 /// component's id and how it got its code.
 pub fn precompile(manifest: &Manifest, cache_dir: &Path) -> Result<Vec<(String, Origin)>> {
     crate::manifest::hosting::check(manifest)?;
+    let manifest = &crate::manifest::middleware::split(manifest);
     let sources = manifest
         .triggered_components()
         .iter()
@@ -384,6 +466,11 @@ fn read_source(manifest: &Manifest, id: &str, cache_dir: Option<&Path>) -> Resul
             .with_context(|| format!("component {id:?}: reading {}", path.display()))?;
         (path, wasm)
     };
+    // Dependencies and middleware composed in, before anything else reads it.
+    let wasm = match compose::for_component(manifest, id, &wasm, cache_dir)? {
+        Some(composed) => composed,
+        None => wasm,
+    };
     let wagi_argv = manifest
         .trigger
         .http
@@ -398,7 +485,15 @@ fn read_source(manifest: &Manifest, id: &str, cache_dir: Option<&Path>) -> Resul
     let prepared = prepared
         .map(into_owned)
         .with_context(|| format!("component {id:?}: {} is not a component", path.display()))?;
-    let groups = capabilities::groups_for(&prepared.imports).map_err(|unprovided| {
+
+    // A dependency's imports of what it does not inherit are linked as traps.
+    let imports: Vec<String> = prepared
+        .imports
+        .iter()
+        .filter(|import| !compose::is_denied(import))
+        .cloned()
+        .collect();
+    let groups = capabilities::groups_for(&imports).map_err(|unprovided| {
         anyhow!(
             "component {id:?} imports `{}`, which spinbench serve does not provide; `spin up` runs this app",
             unprovided.0
@@ -407,6 +502,9 @@ fn read_source(manifest: &Manifest, id: &str, cache_dir: Option<&Path>) -> Resul
     Ok(Source {
         id: id.to_string(),
         path,
+        http: manifest.is_http_component(id),
+        redis: manifest.is_redis_component(id),
+
         wagi_argv,
         prepared,
         groups,

@@ -5,7 +5,10 @@
 
 use super::outbound_hosts::AllowedHosts;
 use super::runtime_config::RuntimeConfig;
-use super::{files, key_value, llm, mysql, outbound_http, postgres, sqlite};
+use super::{
+    connection_limits, files, key_value, llm, mysql, outbound_http, postgres, service_chaining,
+    sqlite,
+};
 use crate::manifest::{Manifest, variables};
 use anyhow::{Context, Result, anyhow};
 use std::collections::BTreeMap;
@@ -57,6 +60,10 @@ pub struct AppServices {
     pub sqlite_executor: Arc<sqlite::Executor>,
     /// Where requests to the application itself go, once `serve` listens.
     pub self_origin: outbound_http::SelfOrigin,
+    /// Where requests to `<component>.spin.internal` go, once the application is built.
+    pub chain: service_chaining::Chain,
+    /// The runtime config's cap on open outbound HTTP connections.
+    pub http_connections: connection_limits::ConnectionLimit,
 }
 
 impl AppServices {
@@ -64,13 +71,16 @@ impl AppServices {
     /// used on `sqlite_threads` threads.
     pub fn new(runtime_config: RuntimeConfig, sqlite_threads: usize) -> Result<Self> {
         llm::check_runtime_config(&runtime_config)?;
+        let http_connections = connection_limits::check(&runtime_config)?;
         let sqlite_executor =
             sqlite::Executor::new(sqlite_threads).context("starting the SQLite threads")?;
         Ok(Self {
+            http_connections: connection_limits::ConnectionLimit::new(http_connections),
             key_value: key_value::Stores::from_config(&runtime_config, &sqlite_executor)?,
             sqlite: sqlite::Databases::from_config(&runtime_config)?,
             sqlite_executor,
             self_origin: outbound_http::SelfOrigin::default(),
+            chain: service_chaining::Chain::default(),
             runtime_config,
         })
     }
@@ -95,6 +105,8 @@ impl ComponentContext {
         files_root: Option<&Path>,
     ) -> Result<BTreeMap<String, Arc<ComponentContext>>> {
         let application = variables::application_values(&manifest.variables, env)?;
+        // `*.spin.internal` grants each component of the app, by name.
+        let component_ids: Vec<String> = manifest.component.keys().cloned().collect();
         ids.into_iter()
             .map(|id| {
                 let component = manifest
@@ -121,7 +133,8 @@ impl ComponentContext {
                     &expand(&component.allowed_outbound_hosts).map_err(in_component)?,
                     &expand(&component.allowed_http_hosts).map_err(in_component)?,
                 )
-                .map_err(in_component)?;
+                .map_err(in_component)?
+                .expand_service_chaining(&component_ids);
                 let files = files::Mount::for_component(
                     manifest.base_dir(),
                     &component.files,

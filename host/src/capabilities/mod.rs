@@ -12,6 +12,7 @@
 //! does not depend on how the instance machinery lays its stores out.
 
 pub mod budget;
+pub mod connection_limits;
 pub mod context;
 pub mod dial;
 pub mod environment;
@@ -28,6 +29,7 @@ pub mod postgres;
 pub mod quota;
 pub mod redis;
 pub mod runtime_config;
+pub mod service_chaining;
 pub mod sockets;
 pub mod sqlite;
 pub mod variables;
@@ -115,6 +117,10 @@ pub enum Group {
     RedisV2,
     /// `spin:redis/redis@3.0.0` (async).
     RedisV3,
+    /// `fermyon:spin/redis-types` (unversioned, types only): what a Redis
+    /// trigger component of spin-sdk 2 to 5 imports beside its
+    /// `fermyon:spin/inbound-redis` export (`trigger::redis`).
+    RedisTypesV1,
     /// `fermyon:spin/mqtt@2.0.0`.
     MqttV2,
     /// `spin:mqtt/mqtt@3.0.0` (async).
@@ -209,6 +215,10 @@ pub static INTERFACES: &[Interface] = &[
         group: Group::RedisV3,
     },
     Interface {
+        name: REDIS_TYPES_V1,
+        group: Group::RedisTypesV1,
+    },
+    Interface {
         name: mqtt::V2,
         group: Group::MqttV2,
     },
@@ -278,6 +288,9 @@ pub static INTERFACES: &[Interface] = &[
     },
 ];
 
+/// The unversioned interface of the Redis trigger's error and payload types.
+const REDIS_TYPES_V1: &str = "fermyon:spin/redis-types";
+
 /// The group that provides `import`, if the runner provides it.
 pub fn group_of(import: &str) -> Option<Group> {
     let name = Name::parse(import)?;
@@ -330,6 +343,10 @@ where
             Group::SqliteV3 => sqlite::link_v3(linker)?,
             Group::RedisV2 => redis::link_v2(linker)?,
             Group::RedisV3 => redis::link_v3(linker)?,
+            // Types only: an instance with nothing to define.
+            Group::RedisTypesV1 => {
+                linker.instance(REDIS_TYPES_V1)?;
+            }
             Group::MqttV2 => mqtt::link_v2(linker)?,
             Group::MqttV3 => mqtt::link_v3(linker)?,
             Group::PostgresV2 => postgres::link_v2(linker)?,

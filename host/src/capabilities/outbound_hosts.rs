@@ -105,6 +105,30 @@ impl AllowedHosts {
         Self::parse(&entries, &[]).unwrap()
     }
 
+    /// `*.spin.internal` entries as Spin reads them: one entry per component
+    /// of the application (`<id>.spin.internal`), so that a name that is no
+    /// component stays denied (`service_chaining`).
+    #[must_use]
+    pub fn expand_service_chaining(self, component_ids: &[String]) -> Self {
+        let chaining = format!(".{}", super::service_chaining::DOMAIN);
+        let entries = self
+            .entries
+            .into_iter()
+            .flat_map(|entry| match &entry.host {
+                HostPattern::Subdomain(suffix) if *suffix == chaining => component_ids
+                    .iter()
+                    .filter_map(|id| Host::parse(&format!("{id}{chaining}")).ok())
+                    .map(|host| AllowedHost {
+                        host: HostPattern::Exact(host),
+                        ..entry.clone()
+                    })
+                    .collect(),
+                _ => vec![entry],
+            })
+            .collect();
+        Self { entries }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -26,8 +26,13 @@
 //! `HTTP-request-URI-invalid`: the URI parser and the client would read it
 //! apart.
 
+//! A request to `http://<component>.spin.internal/...`, once the list allows
+//! it, goes to that component in process (`service_chaining`).
+
+use super::connection_limits::ConnectionLimit;
 use super::dial::Destination;
 use super::outbound_hosts::AllowedHosts;
+use super::service_chaining::{self, Chain};
 use http_body_util::BodyExt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::OnceLock;
@@ -46,6 +51,8 @@ pub enum Target {
     Named(Destination),
     /// The application itself.
     App,
+    /// A component of the application, by service chaining.
+    Component(String),
 }
 
 /// The address requests to the application itself are sent to, once `serve`
@@ -90,11 +97,14 @@ pub fn check(allowed: &AllowedHosts, uri: &http::Uri) -> Result<Target, Error> {
         .or_else(|| super::outbound_hosts::well_known_port(scheme))
         .ok_or(Error::HttpRequestDenied)?;
     let host = Host::parse(authority.host()).map_err(|_| Error::HttpRequestDenied)?;
-    if allowed.allows(scheme, &host, Some(port)) {
-        Ok(Target::Named(Destination { host, port }))
-    } else {
-        Err(Error::HttpRequestDenied)
+    if !allowed.allows(scheme, &host, Some(port)) {
+        return Err(Error::HttpRequestDenied);
     }
+    // The component is read from the host as checked, not from the URI again.
+    Ok(match service_chaining::target(&host) {
+        Some(component) => Target::Component(component.to_string()),
+        None => Target::Named(Destination { host, port }),
+    })
 }
 
 /// The port an authority names, `None` for none (or an empty one); an
@@ -150,22 +160,43 @@ pub fn to_app(origin: SocketAddr, request: &mut http::Request<WasiBody>) -> Resu
     Ok(())
 }
 
+/// How long a connection may take when the guest sets no connect timeout
+/// (wasmtime-wasi-http's default); waiting for a permit counts in it.
+const DEFAULT_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_mins(10);
+
 /// Sends `request` if `allowed` allows it; to the application itself at
-/// `origin` for an allowed request to `self`.
+/// `origin` for an allowed request to `self`, and through `chain` for one to
+/// a component. A connection holds a permit of `limit` while it is open.
 pub fn send(
     allowed: &AllowedHosts,
     origin: Option<SocketAddr>,
+    chain: &Chain,
+    limit: &ConnectionLimit,
     mut request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
 ) -> SendFuture {
-    let decision = check(allowed, request.uri()).and_then(|target| match target {
-        Target::Named(destination) => to_destination(&destination, &mut request),
-        Target::App => to_app(origin.ok_or(Error::HttpRequestUriInvalid)?, &mut request),
-    });
+    let decision = match check(allowed, request.uri()) {
+        Ok(Target::Component(component)) => return chain.send(&component, request),
+        Ok(Target::Named(destination)) => to_destination(&destination, &mut request),
+        Ok(Target::App) => origin
+            .ok_or(Error::HttpRequestUriInvalid)
+            .and_then(|origin| to_app(origin, &mut request)),
+        Err(error) => Err(error),
+    };
+    let limit = limit.clone();
     Box::new(async move {
         decision?;
+        let wait = options
+            .and_then(|o| o.connect_timeout)
+            .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+        let permit = limit.acquire(wait).await?;
         let (response, connection) =
             wasmtime_wasi_http::default_send_request(request, options).await?;
+        let connection = async move {
+            let outcome = connection.await;
+            drop(permit);
+            outcome
+        };
         Ok((
             response.map(BodyExt::boxed_unsync),
             Box::new(connection) as ResponseFuture,
@@ -312,6 +343,44 @@ mod tests {
             let mut sent = request(uri);
             to_destination(&destination, &mut sent).unwrap();
             assert_eq!(sent.uri().to_string(), "http://127.0.0.1:7001/", "{uri}");
+    #[test]
+    fn chained_requests_are_allowed_as_any_host_and_then_go_to_their_component() {
+        let ids = ["back".to_string(), "front".to_string()];
+        let chained = |list: &[&str], uri: &str| {
+            let entries: Vec<String> = list.iter().map(ToString::to_string).collect();
+            let allowed = AllowedHosts::parse(&entries, &[])
+                .unwrap()
+                .expand_service_chaining(&ids);
+            check(&allowed, &uri.parse().unwrap())
+        };
+        let to_back = |result: Result<Target, Error>| matches!(result, Ok(Target::Component(c)) if c == "back");
+        assert!(to_back(chained(
+            &["http://back.spin.internal"],
+            "http://back.spin.internal/x"
+        )));
+        assert!(to_back(chained(
+            &["http://*.spin.internal"],
+            "http://back.spin.internal/"
+        )));
+        assert!(to_back(chained(
+            &["*://*:*"],
+            "http://back.spin.internal:80/"
+        )));
+        // Another component, another scheme, a name that is no component.
+        for (list, uri) in [
+            (
+                &["http://back.spin.internal"][..],
+                "http://front.spin.internal/",
+            ),
+            (
+                &["http://back.spin.internal"],
+                "https://back.spin.internal/",
+            ),
+            (&["http://*.spin.internal"], "http://nobody.spin.internal/"),
+            (&["http://*.spin.internal"], "http://a.back.spin.internal/"),
+            (&[], "http://back.spin.internal/"),
+        ] {
+            assert!(denied(&chained(list, uri)), "{list:?} {uri}");
         }
     }
 
@@ -349,7 +418,15 @@ mod tests {
     #[tokio::test]
     async fn without_a_listener_a_request_to_the_app_is_an_invalid_uri() {
         let allowed = AllowedHosts::of(&["http://self"]);
-        let sent = Box::into_pin(send(&allowed, None, request("http://self.alt/x"), None)).await;
+        let sent = Box::into_pin(send(
+            &allowed,
+            None,
+            &Chain::default(),
+            &ConnectionLimit::default(),
+            request("http://self.alt/x"),
+            None,
+        ))
+        .await;
         assert!(matches!(sent, Err(Error::HttpRequestUriInvalid)));
     }
 }

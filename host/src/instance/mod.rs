@@ -3,6 +3,7 @@
 //! WASIp2 instance per request, or reused WASIp3 instances).
 
 pub mod compiled_cache;
+pub mod compose;
 pub mod engine;
 pub mod flavour;
 pub mod invoke;

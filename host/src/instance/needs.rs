@@ -75,6 +75,19 @@ impl Needs {
         Ok(root.flatten())
     }
 
+    /// The adapter modules wasmtime may add for a component instantiated with
+    /// another's exports (a `wac` composition, a middleware chain): calls
+    /// between two components go through adapters wasmtime compiles into
+    /// modules of its own, none in the bytes. It makes at most one adapter
+    /// module per core instantiation that takes an adapter, each with no
+    /// memory or table of its own: bounded by the core instances.
+    fn fused_adapters(self) -> Needs {
+        Needs {
+            core_instances: self.core_instances,
+            ..Needs::default()
+        }
+    }
+
     /// Both needs together: one instance doing what each does.
     fn plus(self, other: Needs) -> Needs {
         Needs {
@@ -258,7 +271,8 @@ fn visit_component(scope: &mut Scope, payload: Payload<'_>) -> Result<()> {
         Payload::ComponentInstanceSection(instances) => {
             for instance in instances {
                 if let ComponentInstance::Instantiate {
-                    component_index, ..
+                    component_index,
+                    args,
                 } = instance?
                 {
                     let needs = scope
@@ -267,6 +281,9 @@ fn visit_component(scope: &mut Scope, payload: Payload<'_>) -> Result<()> {
                         .copied()
                         .flatten();
                     scope.instantiate(needs);
+                    if !args.is_empty() {
+                        scope.instantiate(needs.map(Needs::fused_adapters));
+                    }
                 }
             }
         }

@@ -145,6 +145,38 @@ fn encoding(wasm: &[u8]) -> Result<Encoding> {
 /// A core module made a component. Only modules that carry their component
 /// type (wit-bindgen 0.5 and later: spin-sdk 2 and later) can be; older
 /// ones need Spin's own adapter.
+/// `wasm` as a component: a core module componentized as [`prepare`] does
+/// it, a component as it is (what composition takes: `instance::compose`).
+pub fn componentized(wasm: &[u8]) -> Result<Cow<'_, [u8]>> {
+    Ok(if encoding(wasm)? == Encoding::Module {
+        Cow::Owned(componentize(wasm)?)
+    } else {
+        Cow::Borrowed(wasm)
+    })
+}
+
+/// `component` with its top-level imports renamed by `renames` (old → new).
+pub fn rename_imports<S: std::hash::BuildHasher>(
+    component: &[u8],
+    renames: &HashMap<String, String, S>,
+) -> Result<Vec<u8>> {
+    let renames = Renames {
+        imports: renames
+            .iter()
+            .map(|(from, to)| (from.clone(), to.clone()))
+            .collect(),
+        exports: HashMap::new(),
+    };
+    let mut encoded = wasm_encoder::Component::new();
+    Renamer {
+        depth: 0,
+        renames: &renames,
+    }
+    .parse_component(&mut encoded, Parser::new(0), component)
+    .map_err(|e| anyhow::anyhow!("renaming imports: {e:?}"))?;
+    Ok(encoded.finish())
+}
+
 fn componentize(module: &[u8]) -> Result<Vec<u8>> {
     if !has_component_type(module)? {
         bail!(

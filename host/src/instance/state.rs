@@ -309,6 +309,8 @@ impl WasiHttpHooks for Hooks {
         outbound_http::send(
             &self.context.grants.allowed_outbound_hosts,
             self.context.services.self_origin.get(),
+            &self.context.services.chain,
+            &self.context.services.http_connections,
             request,
             options,
         )

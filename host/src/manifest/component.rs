@@ -40,12 +40,13 @@ pub struct Component {
     /// Settings for other tools; Spin ignores it, and so does the runner.
     #[serde(default, rename = "tool")]
     _tool: BTreeMap<String, toml::Table>,
-    /// What `dependencies` may use; no dependencies are composed (`hosting`).
-    #[serde(default, rename = "dependencies_inherit_configuration")]
-    _dependencies_inherit_configuration: bool,
-    /// Components satisfying this one's imports (composed by Spin at load).
+    /// `true`: every dependency inherits every grant of this component
+    /// (Spin's shorthand for `inherit_configuration = true` on each).
+    pub dependencies_inherit_configuration: Option<bool>,
+    /// Components satisfying this one's imports, composed into it at load
+    /// (`instance::compose`), by dependency name.
     #[serde(default)]
-    pub dependencies: BTreeMap<String, toml::Value>,
+    pub dependencies: BTreeMap<String, super::dependency::Dependency>,
     /// `spin up --profile <name>` overrides; the runner serves the default profile,
     /// as `spin up` does without `--profile`.
     #[serde(default, rename = "profile")]
@@ -94,6 +95,32 @@ pub struct Build {
 pub enum Commands {
     Single(String),
     Multiple(Vec<String>),
+}
+
+impl Component {
+    /// The keys that give a component resources or permissions of its own,
+    /// which a component used as a dependency may not have (Spin's
+    /// `ensure_is_acceptable_dependency`), in Spin's order.
+    pub fn grants_and_resources(&self) -> Vec<&'static str> {
+        [
+            ("ai_models", self.ai_models.is_empty()),
+            ("allowed_http_hosts", self.allowed_http_hosts.is_empty()),
+            (
+                "allowed_outbound_hosts",
+                self.allowed_outbound_hosts.is_empty(),
+            ),
+            ("dependencies", self.dependencies.is_empty()),
+            ("environment", self.environment.is_empty()),
+            ("files", self.files.is_empty()),
+            ("key_value_stores", self.key_value_stores.is_empty()),
+            ("sqlite_databases", self.sqlite_databases.is_empty()),
+            ("variables", self.variables.is_empty()),
+        ]
+        .into_iter()
+        .filter(|(_, empty)| !empty)
+        .map(|(key, _)| key)
+        .collect()
+    }
 }
 
 impl Build {

@@ -5,10 +5,13 @@
 //! refuses, by name, what it cannot do the way `spin up` would ([`hosting`]).
 
 pub mod component;
+pub mod dependency;
 pub mod digest;
 pub mod hosting;
 pub mod ids;
+pub mod middleware;
 pub mod one_component;
+pub mod retain;
 pub mod trigger;
 pub mod variables;
 
@@ -91,6 +94,25 @@ impl Manifest {
         Self::parse(&text, dir).with_context(|| format!("in manifest {}", path.display()))
     }
 
+    /// [`Manifest::load`] of the app reduced to the components `retained`
+    /// names (Spin's selective deployment, [`retain`]); all of it when empty.
+    pub fn load_retaining(path: &Path, retained: &[String]) -> Result<Self> {
+        if retained.is_empty() {
+            return Self::load(path);
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading manifest {}", path.display()))?;
+        let text = retain::retain(&text, retained).with_context(|| {
+            format!(
+                "in manifest {}: retaining only components {}",
+                path.display(),
+                retained.join(", ")
+            )
+        })?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&text, dir).with_context(|| format!("in manifest {}", path.display()))
+    }
+
     /// Parses and validates manifest text; relative paths will resolve against `dir`.
     pub fn parse(text: &str, dir: PathBuf) -> Result<Self> {
         let mut manifest: Manifest = toml::from_str(text).context("parsing TOML")?;
@@ -131,6 +153,15 @@ impl Manifest {
                     "a [[trigger.http]] has neither `component` nor `static_response`; it must have one"
                 ),
                 _ => {}
+            }
+        }
+        for trigger in &self.trigger.redis {
+            if !self.component.contains_key(&trigger.component) {
+                bail!(
+                    "a [[trigger.redis]] names component {:?}, which has no [component.{}] table",
+                    trigger.component,
+                    trigger.component
+                );
             }
         }
         Ok(())
@@ -195,22 +226,37 @@ impl Manifest {
             .unwrap_or("/")
     }
 
-    /// The components a `[[trigger.http]]` names, private routes included, each
-    /// once, in trigger order: what `spin up` loads (a component no trigger
-    /// names is never instantiated, so it is not read either).
+    /// The components a `[[trigger.http]]` (private routes included) or a
+    /// `[[trigger.redis]]` names, each once, HTTP first, in trigger order:
+    /// what `spin up` loads (a component no trigger names is never
+    /// instantiated, so it is not read either).
     pub fn triggered_components(&self) -> Vec<&str> {
         let mut ids: Vec<&str> = Vec::new();
-        for id in self
+        let http = self
             .trigger
             .http
             .iter()
-            .filter_map(HttpTrigger::component_id)
-        {
+            .filter_map(HttpTrigger::component_id);
+        let redis = self.trigger.redis.iter().map(|t| t.component.as_str());
+        for id in http.chain(redis) {
             if !ids.contains(&id) {
                 ids.push(id);
             }
         }
         ids
+    }
+
+    /// Whether a `[[trigger.http]]` names component `id`.
+    pub fn is_http_component(&self, id: &str) -> bool {
+        self.trigger
+            .http
+            .iter()
+            .any(|trigger| trigger.component_id() == Some(id))
+    }
+
+    /// Whether a `[[trigger.redis]]` names component `id`.
+    pub fn is_redis_component(&self, id: &str) -> bool {
+        self.trigger.redis.iter().any(|t| t.component == id)
     }
 
     /// Where a component's `.wasm` is: its local `source`, resolved against the

@@ -263,8 +263,13 @@ fn what_serve_cannot_host_is_refused_by_key() {
         ),
         (
             "[application]",
-            "trigger.redis = { address = \"redis://localhost\" }",
-            "[application.trigger.redis]",
+            "trigger.redis = { address = \"redis://localhost\", other = \"x\" }",
+            "[application.trigger.redis] other",
+        ),
+        (
+            "[application]",
+            "trigger.cron = { every = \"1m\" }",
+            "[application.trigger.cron] every",
         ),
         (
             "[[trigger.http]]",
@@ -337,10 +342,35 @@ fn registry_sources_are_refused_by_key() {
 }
 
 #[test]
+fn redis_triggers_are_hosted_beside_http_ones() {
+    let redis = format!(
+        "{}[[trigger.redis]]\nchannel = \"messages\"\ncomponent = \"app\"\n",
+        with(
+            "[application]",
+            "trigger.redis = { address = \"redis://127.0.0.1\" }"
+        )
+    );
+    let manifest = hosted(&redis);
+    assert_eq!(manifest.trigger.redis[0].channel, "messages");
+    assert_eq!(manifest.triggered_components(), ["app"]);
+    assert!(manifest.is_redis_component("app") && manifest.is_http_component("app"));
+    let missing = redis.replace(
+        "channel = \"messages\"\ncomponent = \"app\"",
+        "channel = \"m\"\ncomponent = \"nope\"",
+    );
+    assert!(format!("{:#}", parse(&missing).unwrap_err()).contains("nope"));
+}
+
+#[test]
 fn other_triggers_and_inline_components_are_refused_by_key() {
-    let redis =
-        format!("{MINIMAL}[[trigger.redis]]\nchannel = \"messages\"\ncomponent = \"app\"\n");
-    assert!(refusal(&redis).contains("[[trigger.redis]]"));
+    let cron = format!(
+        "{MINIMAL}[[trigger.cron]]\ncron_expression = \"1/2 * * * * *\"\ncomponent = \"app\"\n"
+    );
+    let error = refusal(&cron);
+    assert!(
+        error.contains("[[trigger.cron]]") && error.contains("Redis"),
+        "{error}"
+    );
     let inline = MINIMAL.replace(
         "component = \"app\"",
         "component = { source = \"inline.wasm\" }",

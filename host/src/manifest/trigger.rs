@@ -1,7 +1,8 @@
 //! `[[trigger.<type>]]`: Spin's `Trigger` (spinframework/spin
 //! `crates/manifest/src/schema/v2.rs`) and, for `http`, its `HttpTriggerConfig`
-//! (`crates/http/src/config.rs`). Other trigger types are kept as opaque tables:
-//! the runner serves HTTP only, and `hosting` says so by name.
+//! (`crates/http/src/config.rs`), and `redis` (`crates/trigger-redis`'s
+//! `TriggerConfig`). Other trigger types are kept as opaque tables: `hosting`
+//! refuses them by name.
 
 use super::component::Component;
 use serde::Deserialize;
@@ -12,9 +13,25 @@ pub struct Triggers {
     /// `[[trigger.http]]`
     #[serde(default)]
     pub http: Vec<HttpTrigger>,
-    /// `[[trigger.redis]]`, `[[trigger.cron]]`, ...: by type.
+    /// `[[trigger.redis]]`
+    #[serde(default)]
+    pub redis: Vec<RedisTrigger>,
+    /// `[[trigger.cron]]`, `[[trigger.sqs]]`, ...: by type.
     #[serde(flatten)]
     pub other: BTreeMap<String, Vec<toml::Table>>,
+}
+
+/// `[[trigger.redis]] component = "id", channel = "news", address = "redis://..."`:
+/// a message on `channel` of the server at `address` (else the application's
+/// `[application.trigger.redis] address`) runs the component.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisTrigger {
+    #[serde(default)]
+    pub id: String,
+    pub component: String,
+    pub channel: String,
+    pub address: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -31,6 +48,10 @@ pub struct HttpTrigger {
     pub executor: Option<Executor>,
     /// A response the host sends without running a component.
     pub static_response: Option<StaticResponse>,
+    /// `dependencies.middleware = [...]`: components run before this
+    /// route's own, outermost first (Spin 4.1's HTTP middleware).
+    #[serde(default)]
+    pub dependencies: BTreeMap<String, Vec<super::dependency::TriggerDependency>>,
 }
 
 /// `static_response = { status_code = 404, headers = { ... }, body = "..." }`

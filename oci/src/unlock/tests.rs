@@ -124,13 +124,12 @@ type Change = fn(&mut serde_json::Value);
 #[test]
 fn what_cannot_be_served_or_placed_is_refused_in_one_line() {
     let wasm = module(3, 200);
-    let cases: [(&str, Change); 13] = [
-        ("uncomposed", |app| {
-            app["components"][0]["dependencies"] = serde_json::json!({ "a:b/c": { "source": {} } });
-        }),
-        ("service chaining", |app| {
-            app["components"][0]["host_requirements"] =
-                serde_json::json!({ "local_service_chaining": "required" });
+    let cases: [(&str, Change); 12] = [
+        // A dependency pushed uncomposed whose wasm the blobs lack.
+        ("cannot find", |app| {
+            let digest = Digest::of(b"absent dependency").to_string();
+            app["components"][0]["dependencies"] = serde_json::json!({ "a:b/c": {
+                "source": { "content_type": "application/wasm", "digest": digest } } });
         }),
         ("not a relative path", |app| {
             app["components"][0]["files"][0]["path"] = "../escape".into();
@@ -242,4 +241,27 @@ fn walk(dir: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+#[test]
+fn service_chaining_required_is_served_with_its_allow_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = module(3, 200);
+    let store = store_with(dir.path(), &[&wasm]);
+    let mut json = spin_written(&wasm);
+    json["spin_lock_version"] = 1.into();
+    json["must_understand"] = serde_json::json!(["component_host_requirements"]);
+    json["components"][0]["metadata"]["allowed_outbound_hosts"] =
+        serde_json::json!(["http://back.spin.internal"]);
+    json["components"][0]["host_requirements"] =
+        serde_json::json!({ "local_service_chaining": "required" });
+    let app_dir = dir.path().join("app");
+    std::fs::create_dir(&app_dir).unwrap();
+    write_app(&locked(&json), &store, &app_dir).unwrap();
+    let manifest = Manifest::load(&app_dir.join(MANIFEST_FILE)).unwrap();
+    spinbench_host::manifest::hosting::check(&manifest).unwrap();
+    assert_eq!(
+        manifest.component["hello"].allowed_outbound_hosts,
+        ["http://back.spin.internal"]
+    );
 }

@@ -89,3 +89,26 @@ fn instantiating_an_imported_module_is_unknown() {
     );
     assert_eq!(found, None);
 }
+
+#[test]
+fn a_component_given_another_s_exports_counts_wasmtime_s_adapter_modules() {
+    // A composition (what `wac` writes for a dependency): `$user` is given
+    // `$dep`'s instance, so calls between them go through adapter modules
+    // wasmtime adds, none in the bytes; bounded by `$user`'s core instances.
+    let found = needs(
+        r#"(component
+             (component $dep
+               (core module $d (memory 1))
+               (core instance (instantiate $d)))
+             (component $user
+               (import "dep" (instance))
+               (core module $u)
+               (core instance (instantiate $u))
+               (core instance (instantiate $u)))
+             (instance $a (instantiate $dep))
+             (instance (instantiate $user (with "dep" (instance $a)))))"#,
+    )
+    .unwrap();
+    assert_eq!(found.core_instances, 1 + 2 + 2);
+    assert_eq!((found.memories, found.tables), (1, 0));
+}

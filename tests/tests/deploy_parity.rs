@@ -1,0 +1,122 @@
+//! tests/apps/parity and single-wasm images under the shim, in containers on
+//! a real containerd (`e2e::node`, as tests/tests/deploy.rs runs them): the
+//! app as Spin's artifact answers everything it answers from a directory
+//! (chaining, dependencies, its Redis subscribers against a
+//! `redis-server` on loopback); `SPIN_COMPONENTS_TO_RETAIN` keeps the
+//! components named and refuses a broken chain at start; an artifact of one
+//! wasm and no locked app (Spin's wasm layer, or `wkg`'s `application/wasm`)
+//! runs as a one-component app. Skipped, saying what is missing, where the
+//! machine cannot run the node.
+
+use e2e::node::{self, Node};
+use e2e::parity::{answers_everything, app};
+use e2e::registry::hello_app;
+use e2e::{artifact, get};
+use serde_json::Value;
+
+fn node_can_run(test: &str) -> bool {
+    let missing = node::missing();
+    if !missing.is_empty() {
+        eprintln!("skipped: {test} needs {}", missing.join(", "));
+    }
+    missing.is_empty()
+}
+
+#[test]
+fn the_parity_app_answers_everything_in_a_container_and_keeps_what_it_is_told() {
+    if !node_can_run("the parity app in a container") {
+        return;
+    }
+    let node = Node::start();
+    let image = node.push_artifact_and_pull(&app().join("spin.toml"), "parity:artifact");
+    let redis = e2e::brokers::redis();
+    let address = redis
+        .as_ref()
+        .map(|r| format!("SPIN_VARIABLE_REDIS_ADDRESS={}", e2e::parity::redis_url(r)));
+    let mut env = vec![];
+    match &address {
+        Some(address) => env.extend(["--env", address.as_str()]),
+        None => env.extend([
+            "--env",
+            "SPIN_COMPONENTS_TO_RETAIN=front,back,secret,strict",
+        ]),
+    }
+    let container = node.run("parity", &image, &env);
+    answers_everything(&container.url(""), redis.as_ref());
+    drop(container);
+    // Only front and back: the others are not served.
+    let kept = node.run(
+        "parity-kept",
+        &image,
+        &["--env", "SPIN_COMPONENTS_TO_RETAIN=front,back"],
+    );
+    assert_eq!(get(&kept.url("/front/hello")).text(), "hello from front");
+    assert_eq!(get(&kept.url("/strict/hello")).status, 404);
+    drop(kept);
+    // back chains to front: back alone stops the start, with Spin's words.
+    let (status, log) = node.run_to_exit(
+        "parity-broken",
+        &image,
+        &["--env", "SPIN_COMPONENTS_TO_RETAIN=back"],
+    );
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains(
+            "Selected component 'back' cannot use service chaining to unselected component"
+        ),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_single_wasm_image_runs_as_a_one_component_app() {
+    if !node_can_run("a single-wasm image") {
+        return;
+    }
+    let node = Node::start();
+    // Spin's artifact of hello without its locked app: one wasm layer.
+    node.push_artifact_and_pull(
+        &hello_app(&node.scratch("hello-app"), "single"),
+        "single:artifact",
+    );
+    let (status, body) = node
+        .registry
+        .get("/v2/single/manifests/artifact", true)
+        .expect("the registry answers");
+    assert_eq!(status, 200);
+    let mut manifest: Value = serde_json::from_slice(&body).unwrap();
+    manifest["layers"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|l| l["mediaType"] == "application/vnd.wasm.content.layer.v1+wasm");
+    let media_type = "application/vnd.oci.image.manifest.v1+json";
+    node.registry.put_manifest(
+        "single",
+        "wasm-only",
+        media_type,
+        manifest.to_string().as_bytes(),
+    );
+    // What `wkg oci push` writes: a wasm config and one `application/wasm` layer.
+    let wasm = std::fs::read(artifact("wasm32-wasip2/release/hello.wasm")).unwrap();
+    let layer = node.registry.put_blob("wkg", &wasm);
+    let config = br#"{"architecture":"wasm","os":"wasip2","layerDigests":[]}"#;
+    let config_digest = node.registry.put_blob("wkg", config);
+    let wkg = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": media_type,
+        "config": { "mediaType": "application/vnd.wasm.config.v0+json", "digest": config_digest, "size": config.len() },
+        "layers": [{ "mediaType": "application/wasm", "digest": layer, "size": wasm.len() }],
+    });
+    node.registry
+        .put_manifest("wkg", "1", media_type, wkg.to_string().as_bytes());
+    for (id, name) in [("wasm-only", "single:wasm-only"), ("wkg", "wkg:1")] {
+        let image = node.pull(name, true);
+        let container = node.run(id, &image, &[]);
+        let answer = get(&container.url("/hello"));
+        assert_eq!(
+            (answer.status, answer.text().as_str()),
+            (200, "Hello, World!"),
+            "{id}"
+        );
+    }
+}
