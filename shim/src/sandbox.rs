@@ -14,7 +14,11 @@ use containerd_shim_wasm::sandbox::context::RuntimeContext;
 use containerd_shim_wasm::shim::{Compiler, Shim, Version, version};
 use spinbench_host::manifest::Manifest;
 use spinbench_host::{AdmissionLimits, Host, HostOptions, PoolSizing, ServeOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where the kubelet mounts a container's termination message file (its
+/// `terminationMessagePath`, which `kubectl describe` shows as the message).
+const TERMINATION_LOG: &str = "/dev/termination-log";
 
 /// `io.containerd.spinbench.v1`: containerd runs `containerd-shim-spinbench-v1`.
 pub struct SpinbenchShim;
@@ -50,6 +54,11 @@ impl Sandbox for SpinbenchSandbox {
             Ok(()) => Ok(0),
             Err(error) => {
                 spinbench_host::err_line!("Error: {error:#}");
+                // Where the kubelet mounts the termination message file, the
+                // reason becomes the container's status message too.
+                if Path::new(TERMINATION_LOG).exists() {
+                    let _ = std::fs::write(TERMINATION_LOG, format!("{error:#}"));
+                }
                 Ok(1)
             }
         }
@@ -74,7 +83,8 @@ fn serve(ctx: &impl RuntimeContext) -> Result<()> {
         cache_dir,
     } = app::materialize(&ctx.entrypoint().source)?;
     let manifest = Manifest::load(&manifest)?;
-    let options = host_options(&env, cache_dir)?;
+    let limit = memory::container_limit(Path::new("/sys/fs/cgroup"));
+    let options = host_options(&env, cache_dir, limit, app::runtime_config_file())?;
     // The host runs its own tokio runtime; this function runs inside the
     // library's, which a runtime cannot be started from.
     std::thread::Builder::new()
@@ -89,10 +99,14 @@ fn serve(ctx: &impl RuntimeContext) -> Result<()> {
 }
 
 /// `serve`'s options, with the container's environment for variables and
-/// its memory limit as the pool's bound.
-fn host_options(env: &ContainerEnv, cache_dir: Option<std::path::PathBuf>) -> Result<HostOptions> {
+/// its memory limit (bytes) as the pool's bound.
+pub fn host_options(
+    env: &ContainerEnv,
+    cache_dir: Option<PathBuf>,
+    limit: Option<u64>,
+    runtime_config_file: Option<PathBuf>,
+) -> Result<HostOptions> {
     let defaults = HostOptions::default();
-    let limit = memory::container_limit(Path::new("/sys/fs/cgroup"));
     let instance_memory = env
         .max_instance_memory()?
         .unwrap_or(defaults.pool.max_memory_size);
@@ -107,7 +121,7 @@ fn host_options(env: &ContainerEnv, cache_dir: Option<std::path::PathBuf>) -> Re
             admission.max_concurrent
         ),
         None => spinbench_host::err_line!(
-            "no container memory limit visible (/sys/fs/cgroup): up to {} instances of {} MiB linear memory",
+            "no container memory limit: up to {} instances of {} MiB linear memory",
             pool.max_instances,
             pool.max_memory_size >> 20
         ),
@@ -117,7 +131,7 @@ fn host_options(env: &ContainerEnv, cache_dir: Option<std::path::PathBuf>) -> Re
         pool,
         admission,
         pool_in_background: true,
-        runtime_config_file: app::runtime_config_file(),
+        runtime_config_file,
         env: Some(env.variables()),
         ..defaults
     })
