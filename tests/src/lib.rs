@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 pub mod brokers;
 pub mod contract;
+#[cfg(feature = "cri")]
+pub mod cri;
 pub mod database;
 mod http;
 pub mod node;
