@@ -14,7 +14,9 @@ COMPARE_ARGS ?=
 # client and youki's libcontainer need them. Elsewhere it is left out of every build and
 # test run alike, and the tests that run it say skipped.
 NODE := $(shell command -v protoc >/dev/null && pkg-config --exists libseccomp 2>/dev/null && echo yes)
-WORKSPACE := --workspace $(if $(NODE),,--exclude containerd-shim-spinbench)
+# The node through CRI (node/: its CRI client's build runs protoc) goes with it, and with
+# it the e2e crate's `cri` feature (tests/tests/cri.rs).
+WORKSPACE := --workspace $(if $(NODE),--features e2e/cri,--exclude containerd-shim-spinbench --exclude spinbench-node)
 HOST_TRIPLE := $(shell rustc -vV | sed -n 's/^host: //p')
 PYTHON ?= python3
 # One virtual environment per Python SDK generation, from its app's requirements.txt.
@@ -45,10 +47,11 @@ test: build
 build: setup
 	$(CARGO) build --release $(WORKSPACE) --bins
 # The node's native container image holds `hello-native` linked statically (glibc,
-# crt-static): one file, the code and allocator of the native column elsewhere.
+# crt-static): one file, the code and allocator of the native column elsewhere; so does
+# the pause image of the CRI node (`spinbench-pause`).
 ifdef NODE
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release -p hello \
-		--bin hello-native --target $(HOST_TRIPLE)
+		--bin hello-native -p spinbench-pause --bin spinbench-pause --target $(HOST_TRIPLE)
 endif
 	$(SPINBENCH) build --manifest spin.toml
 # spin-p3.toml builds into target/p3 with a build directory of its own: its crates'

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs what the node runs on (deploy/local-node.sh, tests/tests/deploy.rs), as root
-# on Debian: `runc` and `docker-registry` from the machine's own release, and containerd
+# Installs what the node runs on (deploy/local-node.sh, deploy/density.sh,
+# tests/tests/deploy.rs and cri.rs), as root on Debian: `runc`, `docker-registry`, the
+# CNI plugins pods are networked with (`containernetworking-plugins`: bridge, host-local,
+# loopback in /usr/lib/cni) and `ip`/`nsenter` (iproute2, util-linux) from the machine's
+# own release, and containerd
 # >= 1.7.7, the first to hand a wasm layer to a shim (1.6 refuses a Spin OCI artifact at
 # pull: "mismatched image rootfs and manifest layers").
 #
@@ -12,7 +15,8 @@
 set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "install-node.sh: run as root" >&2; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends runc docker-registry >/dev/null
+apt-get install -y --no-install-recommends runc docker-registry containernetworking-plugins \
+    iproute2 util-linux >/dev/null
 
 new_enough() { dpkg --compare-versions "$1" ge 1.7.7; }
 installed=$(dpkg-query -W -f '${Version}' containerd 2>/dev/null || true)

@@ -14,7 +14,11 @@ use containerd_shim_wasm::sandbox::context::RuntimeContext;
 use containerd_shim_wasm::shim::{Compiler, Shim, Version, version};
 use spinbench_host::manifest::Manifest;
 use spinbench_host::{Host, HostOptions, PoolSizing, ServeOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where the kubelet mounts a container's termination message file (its
+/// `terminationMessagePath`, which `kubectl describe` shows as the message).
+const TERMINATION_LOG: &str = "/dev/termination-log";
 
 /// `io.containerd.spinbench.v1`: containerd runs `containerd-shim-spinbench-v1`.
 pub struct SpinbenchShim;
@@ -50,6 +54,11 @@ impl Sandbox for SpinbenchSandbox {
             Ok(()) => Ok(0),
             Err(error) => {
                 spinbench_host::err_line!("Error: {error:#}");
+                // Where the kubelet mounts the termination message file, the
+                // reason becomes the container's status message too.
+                if Path::new(TERMINATION_LOG).exists() {
+                    let _ = std::fs::write(TERMINATION_LOG, format!("{error:#}"));
+                }
                 Ok(1)
             }
         }
@@ -89,7 +98,7 @@ fn serve(ctx: &impl RuntimeContext) -> Result<()> {
 
 /// `serve`'s options, with the container's environment for variables and
 /// limits and its memory limit as the pool's bound.
-fn host_options(env: &ContainerEnv, cache_dir: Option<std::path::PathBuf>) -> Result<HostOptions> {
+fn host_options(env: &ContainerEnv, cache_dir: Option<PathBuf>) -> Result<HostOptions> {
     let defaults = HostOptions::default();
     let memory_fit = memory::memory_fit(Path::new("/sys/fs/cgroup"));
     let pool = PoolSizing {

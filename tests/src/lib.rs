@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 pub mod brokers;
 pub mod contract;
 pub mod crafted;
+#[cfg(feature = "cri")]
+pub mod cri;
 pub mod database;
 pub mod fake_registry;
 mod http;

@@ -1,0 +1,20 @@
+//! spinbench's containerd shims: a Spin app on spinbench's host (the
+//! `spinbench-host` crate) as a containerd runtime, as SpinKube's
+//! `containerd-shim-spin-v2` runs one on Spin: `containerd-shim-spinbench-v1`
+//! (`io.containerd.spinbench.v1`, [`sandbox`]) on runwasi's
+//! `containerd-shim-wasm`, which speaks containerd's shim protocol, reads the
+//! image's layers (and precompiles them) and sets each container up with youki's
+//! libcontainer (namespaces, cgroup, root filesystem, stdio); the app then runs
+//! inside it. The app's making (image layers, environment, memory limit) is a
+//! library, so that another design of the shim can share it.
+
+// Every line leaves whole, in one write (`lines`): never `println!`/`eprintln!`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod app;
+mod artifact;
+mod bundle;
+mod env;
+mod memory;
+mod precompile;
+pub mod sandbox;
