@@ -193,7 +193,10 @@ impl Out<'_> {
     /// `[component.<id>]` of the `index`th component, its wasm and files written.
     fn component(&self, index: usize, component: &LockedComponent) -> Result<Table> {
         let mut table = Table::new();
-        table.insert("source".into(), self.wasm(&component.source.content)?.into());
+        table.insert(
+            "source".into(),
+            self.wasm(&component.source.content)?.into(),
+        );
         if let Some(description) = component.metadata.get("description") {
             table.insert("description".into(), toml_value(description)?);
         }

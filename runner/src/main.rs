@@ -161,7 +161,8 @@ struct ServeArgs {
         short = 'c',
         long = "component-id",
         env = "SPIN_COMPONENTS_TO_RETAIN",
-        value_delimiter = ','
+        value_delimiter = ',',
+        value_parser = component_id
     )]
     component_ids: Vec<String>,
 }
@@ -255,6 +256,15 @@ impl ServeArgs {
 enum AllocationArg {
     Pooling,
     OnDemand,
+}
+
+/// A component id as `-c` and `SPIN_COMPONENTS_TO_RETAIN` give it: `a, b`
+/// names `a` and `b`: each entry is trimmed, an empty one refused.
+fn component_id(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("an empty component id".into()),
+        id => Ok(id.to_string()),
+    }
 }
 
 /// A timeout of zero would fail every wait at once.

@@ -96,8 +96,9 @@ fn chaining_is_allowed_only_to_the_components_the_caller_lists() {
 
 #[test]
 fn selective_deployment_keeps_the_named_components_and_refuses_a_broken_chain() {
-    // Through Spin's flag and through SpinKube's variable alike.
-    let (server, _state) = serve(&[], &[("SPIN_COMPONENTS_TO_RETAIN", "front,back")]);
+    // Through Spin's flag and through SpinKube's variable alike (a list as
+    // people write it, with a space after the comma: each entry is trimmed).
+    let (server, _state) = serve(&[], &[("SPIN_COMPONENTS_TO_RETAIN", "front, back")]);
     assert_eq!(get(&server.url("/front/hello")).text(), "hello from front");
     assert!(
         get(&server.url("/front/chain/x"))

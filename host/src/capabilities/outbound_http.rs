@@ -343,6 +343,9 @@ mod tests {
             let mut sent = request(uri);
             to_destination(&destination, &mut sent).unwrap();
             assert_eq!(sent.uri().to_string(), "http://127.0.0.1:7001/", "{uri}");
+        }
+    }
+
     #[test]
     fn chained_requests_are_allowed_as_any_host_and_then_go_to_their_component() {
         let ids = ["back".to_string(), "front".to_string()];
