@@ -10,12 +10,13 @@ mod chain;
 mod denied;
 mod in_process;
 mod load;
+mod serve;
 
 pub use load::precompile;
 
 use super::capabilities::runtime_config::StateDirArg;
-use super::front::admission::{Admission, AdmissionLimits, Permit, Refusal};
-use super::front::body_limit::{self, BodyFault, BodyLimits, FaultCell, GuardedBody};
+use super::front::admission::{Admission, AdmissionLimits, Refusal};
+use super::front::body_limit::{self, BodyLimits};
 use super::front::reply;
 use super::front::router::{RouteMatch, Router};
 use super::front::routes_listing::RoutesListing;
@@ -23,12 +24,9 @@ use super::front::spin_headers::{self, ClientAddr};
 use super::front::well_known::WellKnown;
 use super::instance::compiled_cache::{self, Origin};
 use super::instance::engine::{Allocation, PoolSizing};
-use super::instance::invoke::{self, Failure, Holds};
 use super::instance::limits::MemoryFit;
-use super::instance::reuse::{Handler, ReuseLimits};
-use super::instance::slots::{Slot, Slots};
-use super::instance::state::{GuestLimits, RequestState};
-use super::instance::wagi::Wagi;
+use super::instance::reuse::ReuseLimits;
+use super::instance::state::GuestLimits;
 use super::instance::{Body, declared_length};
 use super::logger;
 use crate::manifest::{Manifest, RouteTarget};
@@ -36,7 +34,8 @@ use anyhow::{Context, Result};
 use bytes::Bytes;
 use http::uri::PathAndQuery;
 use http::{Request, Response, Uri};
-use load::{Application, Loaded, Plan};
+use load::{Application, Plan};
+use serve::{serve_component, take_slot};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -367,104 +366,6 @@ impl Applications {
     }
 }
 
-/// Serves `request` (its `spin-*` headers set) on `component` of
-/// `application`, holding `permit`: a client's request or a chained one. The
-/// body is held to `body_limits`; a guest that saw its body fail gets its
-/// answer replaced by the host's (413 or 408).
-async fn serve_component<B>(
-    application: &Application,
-    body_limits: BodyLimits,
-    component: &str,
-    request: Request<B>,
-    permit: Permit,
-) -> Response<Body>
-where
-    B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
-    B::Error: Into<wasmtime_wasi_http::Error>,
-{
-    let max_size = body_limits.max_size;
-    let fault = FaultCell::default();
-    let request = request.map(|body| GuardedBody::new(body, body_limits, fault.clone()));
-    let Some(loaded) = application.components.get(component) else {
-        return reply::to_response(reply::server_error(
-            500,
-            format!("no HTTP component {component:?} in the application"),
-        ));
-    };
-    let response = match &loaded.handler {
-        Handler::Fresh(pre) => {
-            let slots = application.shared_slots.as_ref();
-            fresh(pre, request, loaded, slots, permit).await
-        }
-        Handler::Reused(reused) => reused.handle(request, Some(permit)).await,
-        Handler::Wagi(wagi) => {
-            let slots = application.shared_slots.as_ref();
-            wagi_run(wagi, request, loaded, slots, permit).await
-        }
-    };
-    let response =
-        response.unwrap_or_else(|failure| reply::to_response(failure_reply(component, &failure)));
-    // The guest saw a failed body read and answered as it saw fit (a 400 for
-    // ours); the client deserves to know what went wrong. The guest's
-    // response, and with it a WASIp2 instance, is dropped here.
-    let fault_reply = match fault.get() {
-        None => return response,
-        Some(BodyFault::TooLarge) => glue::ApiError::body_too_large(max_size),
-        Some(BodyFault::Stalled) => glue::ApiError::new(
-            408,
-            format!(
-                "request body: no data received for {:?}; send the body without pauses",
-                body_limits.read_timeout
-            ),
-        ),
-        Some(BodyFault::Overdue) => glue::ApiError::new(
-            408,
-            format!(
-                "request body: not complete within {:?} of the request; send it faster",
-                body_limits.total_timeout
-            ),
-        ),
-    };
-    reply::to_response(fault_reply.to_reply())
-}
-
-/// Serves `request` on a fresh instance, which holds `permit` and, when
-/// idle WASIp3 instances share the pool, a slot of it.
-async fn fresh<B>(
-    pre: &wasmtime_wasi_http::p2::bindings::ProxyPre<RequestState>,
-    request: Request<B>,
-    loaded: &Loaded,
-    slots: Option<&Arc<Slots>>,
-    permit: Permit,
-) -> Result<Response<Body>, Failure>
-where
-    B: hyper::body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<wasmtime_wasi_http::Error>,
-{
-    let slot = take_slot(slots).await?;
-    let invocation = invoke::instantiate(pre, request, &loaded.recipe).await?;
-    invoke::respond(invocation, Holds::new(permit, slot)).await
-}
-
-/// Runs a WAGI program on `request`; like a fresh instance, it holds
-/// `permit` and, when idle WASIp3 instances share the pool, a slot, until
-/// its (buffered) response is ready.
-async fn wagi_run<B>(
-    wagi: &Wagi,
-    request: Request<B>,
-    loaded: &Loaded,
-    slots: Option<&Arc<Slots>>,
-    permit: Permit,
-) -> Result<Response<Body>, Failure>
-where
-    B: hyper::body::Body<Data = Bytes> + Send + 'static,
-{
-    let slot = take_slot(slots).await?;
-    let response = wagi.handle(request, &loaded.recipe).await;
-    drop((permit, slot));
-    response
-}
-
 /// Builds the pooled application on a thread of its own and, once it is
 /// ready, hands it to the host; if the pool cannot be had, the on-demand
 /// engine keeps serving (with the same warning a failed pool gives at start).
@@ -507,38 +408,6 @@ fn lower_priority() {
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, 0, 10);
     }
-}
-
-/// Logs the failure as one stderr line, through the log queue so that a stalled
-/// stderr cannot block the request (a guest's own panic message is already
-/// logged above it; timeouts are expected under load tests, so only the
-/// response says so) and builds the JSON error reply.
-/// A slot of the pool, when idle WASIp3 instances share it (`slots`): what a
-/// fresh instance or a WAGI run holds while it lives.
-async fn take_slot(slots: Option<&Arc<Slots>>) -> Result<Option<Slot>, Failure> {
-    match slots {
-        None => Ok(None),
-        Some(slots) => slots
-            .take()
-            .await
-            .map(Some)
-            .map_err(|none| Failure::Overloaded(wasmtime::Error::new(none))),
-    }
-}
-
-fn failure_reply(component: &str, failure: &Failure) -> glue::Reply {
-    let message = failure.message(component);
-    if let Failure::Overloaded(_) = failure {
-        // Only if the pool runs out despite the admission cap; as busy as a 503 from it.
-        return reply::busy(message);
-    }
-    if !matches!(failure, Failure::Timeout(_)) {
-        match failure.cause() {
-            Some(cause) => logger::line(format!("error: {message}: {cause}")),
-            None => logger::line(format!("error: {message}")),
-        }
-    }
-    reply::server_error(failure.status(), message)
 }
 
 /// Makes the URI absolute (`http://<host><path>`, as Spin passes it) and sets

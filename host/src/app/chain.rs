@@ -11,7 +11,8 @@
 //! queue the caller gets the `503` a client would. Its instance has its own
 //! deadline, and is dropped with the caller's if the caller is dropped first.
 
-use super::{Applications, serve_component};
+use super::Applications;
+use super::serve::serve_component;
 use crate::capabilities::outbound_http::{ResponseFuture, SendFuture};
 use crate::capabilities::service_chaining::{DOMAIN, Dispatch};
 use crate::front::admission::Admission;

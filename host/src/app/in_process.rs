@@ -1,6 +1,7 @@
 //! The in-process API, for measuring without HTTP in between (`compare`).
 
-use super::{ComponentLoad, Host, failure_reply, with_spin_headers};
+use super::serve::failure_reply;
+use super::{ComponentLoad, Host, with_spin_headers};
 use crate::front::reply;
 use crate::front::router::RouteMatch;
 use crate::instance::Body;

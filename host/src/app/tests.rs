@@ -4,6 +4,7 @@
 
 use super::in_process::full_body;
 use super::*;
+use crate::instance::reuse::Handler;
 use http_body_util::BodyExt;
 use std::path::Path;
 use std::time::Instant;
