@@ -71,7 +71,7 @@ fn what_a_pod_spec_sets_reaches_the_host() {
     let log = std::fs::read_to_string(pod.log_path()).unwrap();
     assert!(
         log.contains(
-            "container memory limit 256 MiB: up to 11 instances of 16 MiB linear memory, 10 served at once"
+            "memory limit 256 MiB: up to 11 instances of at most 16 MiB linear memory, 10 served at once"
         ),
         "{log}"
     );
@@ -127,7 +127,11 @@ fn bad_pods(node: &Node, hello: &str) -> Vec<(PodSpec, &'static str)> {
     small.memory_limit = Some(64 << 20);
     vec![
         (wasm_pod("not-spin", &not_spin), "not a Spin app"),
-        (wasm_pod("refused", &redis), "[[trigger.redis]]"),
+        // A Redis trigger with no server to subscribe to.
+        (
+            wasm_pod("refused", &redis),
+            "redis trigger of component \"hello\" has no address",
+        ),
         (wasm_pod("junk", &junk), "is not a component"),
         (small, "memory limit (64 MiB)"),
     ]
