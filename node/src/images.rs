@@ -1,7 +1,8 @@
 //! Images pushed to the node's registry from inside its namespace, with the
 //! repository's own tools: Spin's OCI artifact (`spinbench registry push`), and
 //! one-file images (deploy/native_image.py: the pause image, the static native
-//! `hello`) and images with files (deploy/files_image.py).
+//! `hello`), images with files (deploy/files_image.py) and one wasm as `wkg`
+//! pushes it (deploy/wasm_package_image.py).
 
 use crate::node::{Node, PAUSE_IMAGE, REGISTRY};
 use anyhow::Result;
@@ -30,6 +31,11 @@ impl Repo<'_> {
     /// An image with `manifest` at /spin.toml and the files it names.
     pub fn push_files(&self, node: &Node, manifest: &Path, name: &str) -> Result<String> {
         self.push_script(node, "files_image.py", manifest, name)
+    }
+
+    /// One wasm as `wkg oci push` writes it (a wasm config, one `application/wasm` layer).
+    pub fn push_wasm_package(&self, node: &Node, wasm: &Path, name: &str) -> Result<String> {
+        self.push_script(node, "wasm_package_image.py", wasm, name)
     }
 
     fn push_script(&self, node: &Node, script: &str, arg: &Path, name: &str) -> Result<String> {

@@ -193,3 +193,27 @@ fn the_function_set_runs_as_a_pod_through_cri_and_stops_within_its_grace() {
         assert!(with_tasks.is_empty(), "{with_tasks:?}");
     }
 }
+
+#[test]
+fn a_wkg_wasm_image_runs_as_a_one_component_pod() {
+    if !node_can_run("a wkg image as a pod") {
+        return;
+    }
+    let node = start_node();
+    // What `wkg oci push` writes: a wasm config and one `application/wasm`
+    // layer. `ctr run` refuses its config; the kubelet's path takes it.
+    let image = repo()
+        .push_wasm_package(
+            &node,
+            &artifact("wasm32-wasip2/release/hello.wasm"),
+            "wkg:1",
+        )
+        .unwrap();
+    let pod = run(&node, &wasm_pod("wkg", &image));
+    // Spin's one-component app of a lone wasm: every path goes to it.
+    ready(&node, &pod, "/hello");
+    let (status, body) = node.get(&pod.url(80, "/any/path")).unwrap();
+    assert_eq!((status, body.as_str()), (200, "Hello, World!"));
+    pod.stop(node.cri(), 30).unwrap();
+    pod.remove(node.cri()).unwrap();
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Push one wasm as `wkg oci push` writes it: the Wasm OCI artifact of the CNCF TAG
+Runtime's wasm working group (an image config of media type
+application/vnd.wasm.config.v0+json, and one application/wasm layer), which SpinKube's
+shim runs as a one-component Spin app (containerd-shim-spin v0.23.0, #392) and so does
+spinbench's. containerd's `ctr run` cannot run such an image (it reads only OCI and
+Docker image configs: runwasi's README says so); the kubelet's path, CRI, can.
+
+Usage: wasm_package_image.py WASM REGISTRY_HOST:PORT REPOSITORY:TAG
+Only plain HTTP to a registry on loopback. Standard library only; prints the
+manifest's digest.
+"""
+
+import json
+import pathlib
+import sys
+
+from files_image import OCI_MANIFEST, digest, push_blob, send
+
+WASM_CONFIG = "application/vnd.wasm.config.v0+json"
+WASM_LAYER = "application/wasm"
+
+
+def main() -> None:
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    wasm = pathlib.Path(sys.argv[1]).read_bytes()
+    base = f"http://{sys.argv[2]}"
+    repo, _, tag = sys.argv[3].partition(":")
+    layer_digest = push_blob(base, repo, wasm)
+    config = json.dumps({"architecture": "wasm", "os": "wasip2",
+                         "layerDigests": [layer_digest]}, sort_keys=True).encode()
+    config_digest = push_blob(base, repo, config)
+    image = json.dumps({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": WASM_CONFIG, "digest": config_digest, "size": len(config)},
+        "layers": [{"mediaType": WASM_LAYER, "digest": layer_digest, "size": len(wasm)}],
+    }, sort_keys=True).encode()
+    with send(f"{base}/v2/{repo}/manifests/{tag or 'latest'}", "PUT", image,
+              {"Content-Type": OCI_MANIFEST}) as r:
+        if r.status != 201:
+            sys.exit(f"manifest upload: HTTP {r.status}")
+    print(digest(image))
+
+
+if __name__ == "__main__":
+    main()
