@@ -5,13 +5,13 @@
 //! `redis-server` on loopback); `SPIN_COMPONENTS_TO_RETAIN` keeps the
 //! components named and refuses a broken chain at start; an artifact of one
 //! wasm and no locked app (Spin's wasm layer) runs as a one-component app
-//! (`wkg`'s `application/wasm` image runs through CRI: tests/tests/cri). Skipped, saying what is missing, where the
-//! machine cannot run the node.
+//! (`wkg`'s `application/wasm` image runs through CRI: tests/tests/cri).
+//! Skipped, saying what is missing, where the machine cannot run the node.
 
+use e2e::get;
 use e2e::node::{self, Node};
 use e2e::parity::{answers_everything, app};
 use e2e::registry::hello_app;
-use e2e::get;
 use serde_json::Value;
 
 fn node_can_run(test: &str) -> bool {
@@ -99,14 +99,11 @@ fn a_single_wasm_image_runs_as_a_one_component_app() {
     // What `wkg oci push` writes (a wasm config) `ctr run` cannot run: it reads
     // only OCI and Docker image configs. tests/tests/cri runs it as a pod
     // (`a_wkg_wasm_image_runs_as_a_one_component_pod`), as the kubelet would.
-    for (id, name) in [("wasm-only", "single:wasm-only")] {
-        let image = node.pull(name, true);
-        let container = node.run(id, &image, &[]);
-        let answer = get(&container.url("/hello"));
-        assert_eq!(
-            (answer.status, answer.text().as_str()),
-            (200, "Hello, World!"),
-            "{id}"
-        );
-    }
+    let image = node.pull("single:wasm-only", true);
+    let container = node.run("wasm-only", &image, &[]);
+    let answer = get(&container.url("/hello"));
+    assert_eq!(
+        (answer.status, answer.text().as_str()),
+        (200, "Hello, World!")
+    );
 }
