@@ -2,6 +2,8 @@
 //! registry reference, a container under the shim): one check per feature,
 //! shared by tests/tests/parity*.rs and deploy_parity.rs.
 
+pub mod middleware;
+
 use crate::service::Service;
 use crate::{get, workspace_root};
 use std::io::{Read, Write};

@@ -3,14 +3,15 @@
 //! app as Spin's artifact answers everything it answers from a directory
 //! (chaining, dependencies, its Redis subscribers against a
 //! `redis-server` on loopback); `SPIN_COMPONENTS_TO_RETAIN` keeps the
-//! components named and refuses a broken chain at start; an artifact of one
+//! components named and refuses a broken chain at start; Spin 4.1's
+//! middleware runs in front of its route as from a directory; an artifact of one
 //! wasm and no locked app (Spin's wasm layer) runs as a one-component app
 //! (`wkg`'s `application/wasm` image runs through CRI: tests/tests/cri).
 //! Skipped, saying what is missing, where the machine cannot run the node.
 
 use e2e::get;
 use e2e::node::{self, Node};
-use e2e::parity::{answers_everything, app};
+use e2e::parity::{answers_everything, app, middleware};
 use e2e::registry::hello_app;
 use serde_json::Value;
 
@@ -106,4 +107,29 @@ fn a_single_wasm_image_runs_as_a_one_component_app() {
         (answer.status, answer.text().as_str()),
         (200, "Hello, World!")
     );
+}
+
+#[test]
+fn middleware_runs_in_a_container_as_from_the_directory() {
+    if !node_can_run("middleware in a container") {
+        return;
+    }
+    // The parity app's Redis subscribers need a server; the middleware's
+    // copies of `back` have ids the push makes, so nothing is left out.
+    let Some(redis) = e2e::brokers::redis() else {
+        eprintln!("skipped: middleware in a container needs redis-server");
+        return;
+    };
+    let node = Node::start();
+    let dir = node.scratch("parity-middleware");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = middleware::manifest(&dir, false);
+    let image = node.push_artifact_and_pull(&manifest, "parity-middleware:artifact");
+    let address = format!(
+        "SPIN_VARIABLE_REDIS_ADDRESS={}",
+        e2e::parity::redis_url(&redis)
+    );
+    let container = node.run("parity-middleware", &image, &["--env", &address]);
+    middleware::runs_in_front_of_its_route(&container.url(""));
+    middleware::reaches_only_what_it_inherits(&container.url(""));
 }

@@ -11,8 +11,11 @@
 //! - the Redis trigger, against a real `redis-server`;
 //! - component dependencies (from a path, another component, a URL with its
 //!   digest), composed at load, inheriting only the grants they are given;
-//!   HTTP middleware refused at start, with the reason (it does not link yet).
+//! - Spin 4.1's HTTP middleware, chained in front of a WASIp3 route's
+//!   component, inheriting only the grants it is given; refused at start in
+//!   front of a WASIp2 one, with the reason.
 
+use e2e::parity::middleware;
 use e2e::parity::{app, line};
 use e2e::{Server, artifact, get, serve_until_exit, workspace_root};
 use std::time::{Duration, Instant};
@@ -252,29 +255,56 @@ fn a_dependency_is_composed_in_and_inherits_only_what_it_is_given() {
     assert_eq!(get(&server.url("/strict/hello")).text(), "hello from front");
 }
 
+/// `spinbench serve -f manifest` serving `front` and `back`.
+fn serve_manifest(manifest: &std::path::Path) -> Server {
+    let cache = workspace_root().join("target/e2e-cache");
+    Server::start_configured(
+        "parity-middleware",
+        &artifact("release/spinbench"),
+        &[
+            "serve",
+            "-f",
+            manifest.to_str().unwrap(),
+            "-c",
+            "front,back",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--state-dir",
+            "",
+        ],
+        |command, addr| {
+            command.arg("--listen").arg(addr.to_string());
+        },
+    )
+}
+
 #[test]
-fn middleware_is_refused_at_start_with_the_reason() {
-    // Spin 4.1's middleware in front of back's route: the chain composes, but
-    // does not link yet; refused, never served half-working.
+fn middleware_runs_in_front_of_its_route_and_may_answer_for_it() {
     let dir = tempfile::tempdir().unwrap();
-    let original = std::fs::read_to_string(app().join("spin.toml")).unwrap();
-    let text = original
-        .replacen(
-            "[[trigger.http]]",
-            "[[trigger.http]]\nroute = \"/mw/...\"\ncomponent = \"back\"\ndependencies.middleware = [{ component = \"mw\" }]\n\n[[trigger.http]]",
-            1,
-        )
-        .replace(
-            "../../../target",
-            &format!("{}/target", workspace_root().display()),
-        );
-    let manifest = dir.path().join("spin.toml");
-    std::fs::write(&manifest, text).unwrap();
+    let server = serve_manifest(&middleware::manifest(dir.path(), false));
+    middleware::runs_in_front_of_its_route(&server.url(""));
+}
+
+#[test]
+fn middleware_reaches_only_what_it_inherits() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_manifest(&middleware::manifest(dir.path(), false));
+    middleware::reaches_only_what_it_inherits(&server.url(""));
+}
+
+#[test]
+fn middleware_in_front_of_a_wasip2_component_is_refused_at_start_with_the_reason() {
+    // Spin 4.1 chains middleware through `wasi:http/handler@0.3.0`, which a
+    // WASIp2 component (front, spin-sdk 5.2) does not export; so does Spin's
+    // composition fail.
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = middleware::manifest(dir.path(), true);
     let (status, output) = serve_until_exit(&manifest, &["-c", "front,back", "--state-dir", ""])
         .expect("refused at start");
     assert!(!status.success());
     assert!(
-        output.contains("[[trigger.http]] route \"/mw/...\": `dependencies.middleware` is not supported by spinbench serve (HTTP middleware is not served yet"),
+        output.contains("chaining the middleware of component \"front-for-")
+            && output.contains("the route's component must export wasi:http/handler@0.3.0"),
         "{output}"
     );
 }

@@ -4,10 +4,11 @@
 //! each dependency a wasm layer, named in the locked app) and
 //! `serve -f <reference>` answers everything the directory does;
 //! `registry pull -o -c` keeps the components named; a single wasm pushed
-//! as `wkg oci push` pushes one runs as a one-component app, as under Spin.
+//! as `wkg oci push` pushes one runs as a one-component app, as under Spin;
+//! Spin 4.1's HTTP middleware, locked uncomposed, runs as from the directory.
 //! Skipped (with a line saying so) where `docker-registry` is missing.
 
-use e2e::parity::{answers_everything, app};
+use e2e::parity::{answers_everything, app, middleware};
 use e2e::registry::Registry;
 use e2e::{Scratch, Server, artifact, get, run_command_to_exit};
 use serde_json::Value;
@@ -255,4 +256,50 @@ fn a_single_wasm_pushed_as_wkg_pushes_it_runs_as_a_one_component_app() {
         "{}",
         server.log()
     );
+}
+
+#[test]
+fn middleware_pushed_and_served_by_reference_runs_as_from_the_directory() {
+    let Some(registry) = Registry::shared() else {
+        return;
+    };
+    let scratch = Scratch::new("parity-middleware");
+    let dir = scratch.path("app");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = middleware::manifest(&dir, false);
+    let reference = registry.reference("parity-middleware:1");
+    let (ok, output) = spinbench(
+        registry,
+        &scratch,
+        &[
+            "registry",
+            "push",
+            "--insecure",
+            "-f",
+            manifest.to_str().unwrap(),
+            &reference,
+        ],
+    );
+    assert!(ok, "{output}");
+    // Locked as Spin 4.1 locks it: each trigger's middleware on a copy of
+    // `back` of its own, uncomposed, with the `middleware` host requirement.
+    let locked = locked_app(registry, "parity-middleware", "1");
+    let copies: Vec<&Value> = locked["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["trigger_dependencies"]["middleware"].is_array())
+        .collect();
+    assert_eq!(copies.len(), 2, "{locked}");
+    let mut retained = vec!["front".to_string(), "back".to_string()];
+    for copy in copies {
+        let id = copy["id"].as_str().unwrap();
+        assert!(id.starts_with("back-for-"), "{locked}");
+        assert_eq!(copy["host_requirements"]["middleware"], "required");
+        retained.push(id.to_string());
+    }
+    let retained = retained.join(",");
+    let server = serve(registry, &scratch, &reference, &["-c", &retained], &[]);
+    middleware::runs_in_front_of_its_route(&server.url(""));
+    middleware::reaches_only_what_it_inherits(&server.url(""));
 }

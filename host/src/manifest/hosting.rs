@@ -19,9 +19,6 @@ use anyhow::{Result, bail};
 /// The end of every refusal: what to use instead.
 const USE_SPIN: &str = "`spin up` runs this app";
 
-/// Why Spin 4.1's HTTP middleware is refused.
-const MIDDLEWARE_NOT_LINKED: &str = "HTTP middleware is not served yet: the composed chain's `wasi:http/types@0.3.0` import does not link with the host's";
-
 /// `Ok` if `serve` can host every key of `manifest`; otherwise the first one it
 /// cannot, as a one-line error.
 pub fn check(manifest: &Manifest) -> Result<()> {
@@ -94,13 +91,6 @@ fn check_middleware(manifest: &Manifest, trigger: &HttpTrigger) -> Result<()> {
         let key = format!("[[trigger.http]] route {place:?}: `dependencies.middleware`");
         for dependency in list {
             check_dependency_source(manifest, &dependency.as_dependency(), &key, &trigger.id)?;
-        }
-        if !list.is_empty() {
-            // `instance::compose::chain` builds the chain as Spin does, but
-            // the composition's merged `wasi:http/types@0.3.0` import does
-            // not link with the host's (mismatched `headers` resources): it
-            // is refused here rather than served half-working.
-            refuse(&key, MIDDLEWARE_NOT_LINKED)?;
         }
     }
     Ok(())

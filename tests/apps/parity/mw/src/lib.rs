@@ -3,7 +3,10 @@
 //! `x-middleware: seen` to the request and calls the next handler
 //! (`spin_sdk::http::next`), then adds `x-middleware-response: yes` to the
 //! response; a path ending in `/blocked` never reaches the next handler
-//! (`403 blocked by middleware`).
+//! (`403 blocked by middleware`). A path ending in `/variable` also reads the
+//! Spin variable `mw_greeting` into `x-middleware-variable`: it is its route
+//! component's grant, which the middleware reaches only if it inherits
+//! `variables` (otherwise the read traps).
 
 #[cfg(target_arch = "wasm32")]
 #[allow(unsafe_code, clippy::unnecessary_wraps)]
@@ -19,6 +22,11 @@ mod component {
                 .body("blocked by middleware".to_string())?
                 .into_response()
         } else {
+            let variable = if request.uri().path().ends_with("/variable") {
+                Some(spin_sdk::variables::get("mw_greeting").await?)
+            } else {
+                None
+            };
             let (mut parts, body) = request.into_parts();
             parts
                 .headers
@@ -29,6 +37,11 @@ mod component {
             response
                 .headers_mut()
                 .insert("x-middleware-response", HeaderValue::from_static("yes"));
+            if let Some(variable) = variable {
+                response
+                    .headers_mut()
+                    .insert("x-middleware-variable", HeaderValue::from_str(&variable)?);
+            }
             response.into_response()
         };
         response.map_err(|e| anyhow::anyhow!("{e:?}"))
