@@ -24,6 +24,7 @@ use crate::instance::remote_source;
 use crate::instance::reuse::Handler;
 use crate::instance::slots::Slots;
 use crate::instance::state::{Limits, RequestState, StoreRecipe};
+use crate::instance::ticker::EpochTicker;
 use crate::logger;
 use crate::manifest::{Digest, Manifest};
 use crate::trigger::redis::{self, RedisHandler, Subscription};
@@ -216,12 +217,13 @@ impl Plan {
             sizing.max_instances as usize,
             options.admission.queue_timeout,
         );
-        engine::spawn_epoch_ticker(&engine)?;
+        let ticker = EpochTicker::spawn(&engine)?;
         let linker = linker(&engine, &self.groups)?;
         let mut components = BTreeMap::new();
         let mut redis_components = BTreeMap::new();
         for source in &self.sources {
             let recipe = StoreRecipe {
+                ticker: ticker.clone(),
                 limits: Limits {
                     timeout: options.request_timeout,
                     max_memory_size: self.limits.memory_caps[&source.id],

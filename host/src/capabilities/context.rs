@@ -10,7 +10,7 @@ use super::{
     sqlite,
 };
 use crate::manifest::{Manifest, variables};
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -72,8 +72,7 @@ impl AppServices {
     pub fn new(runtime_config: RuntimeConfig, sqlite_threads: usize) -> Result<Self> {
         llm::check_runtime_config(&runtime_config)?;
         let http_connections = connection_limits::check(&runtime_config)?;
-        let sqlite_executor =
-            sqlite::Executor::new(sqlite_threads).context("starting the SQLite threads")?;
+        let sqlite_executor = sqlite::Executor::new(sqlite_threads);
         Ok(Self {
             http_connections: connection_limits::ConnectionLimit::new(http_connections),
             key_value: key_value::Stores::from_config(&runtime_config, &sqlite_executor)?,

@@ -1,7 +1,7 @@
 //! The wasmtime engine, configured the way Spin's core crate configures it
 //! (spinframework/spin `crates/core/src/lib.rs`), but sized for more live instances.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::time::Duration;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -189,25 +189,6 @@ fn pooling(n: u32, shape: InstanceShape) -> PoolingAllocationConfig {
         // instance cold start 61 -> 50 µs). Elsewhere wasmtime falls back to memset.
         .pagemap_scan(Enabled::Auto);
     pool
-}
-
-/// Starts the one background thread that advances the engine's epoch every
-/// [`EPOCH_TICK`]. It holds only a weak reference and exits once the engine is dropped.
-pub fn spawn_epoch_ticker(engine: &Engine) -> Result<()> {
-    let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("epoch-ticker".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(EPOCH_TICK);
-                match weak.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => break,
-                }
-            }
-        })
-        .context("spawning the epoch ticker thread")?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod reuse;
 pub mod slots;
 pub mod state;
 pub mod tether;
+pub mod ticker;
 pub mod wagi;
 
 use http::HeaderMap;

@@ -6,6 +6,7 @@
 
 use super::engine::{InstanceShape, TABLE_ELEMENTS};
 use super::limiter::InstanceLimiter;
+use super::ticker::{EpochTicker, Ticking};
 use crate::capabilities::budget::{BudgetLimits, InstanceBudget};
 use crate::capabilities::{CommandLine, ComponentContext, HostState, outbound_http, sockets};
 use crate::logger::GuestOutput;
@@ -43,6 +44,8 @@ pub struct GuestLimits {
 pub struct StoreRecipe {
     pub limits: Limits,
     pub context: Arc<ComponentContext>,
+    /// The engine's epoch ticker, which ticks while a store lives.
+    pub ticker: EpochTicker,
 }
 
 /// Per-request settings of one component.
@@ -105,6 +108,8 @@ pub struct RequestState {
     /// Made at its first use: most requests use no capability that counts.
     budget: OnceLock<Arc<InstanceBudget>>,
     budget_limits: BudgetLimits,
+    /// The engine's epoch ticks while this store lives.
+    _ticking: Ticking,
 }
 
 impl RequestState {
@@ -172,6 +177,7 @@ impl RequestState {
             ),
             budget: OnceLock::new(),
             budget_limits: guest.budget,
+            _ticking: recipe.ticker.ticking(),
         })
     }
 }
@@ -389,6 +395,7 @@ mod tests {
                 component: "c",
             },
             context: Arc::new(ComponentContext::for_test("c", &[])),
+            ticker: EpochTicker::default(),
         };
         let cap = recipe.limits.guest.max_component_handles;
         let make = async |n: u32| {

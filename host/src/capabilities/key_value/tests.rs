@@ -45,7 +45,7 @@ fn context(granted: &[&str], config: RuntimeConfig) -> ComponentContext {
 fn default_is_in_the_state_dir_and_labels_come_from_the_runtime_config() {
     let scratch = Scratch::new("config");
     let stores =
-        Stores::from_config(&config(&scratch.0, None), &Executor::new(1).unwrap()).unwrap();
+        Stores::from_config(&config(&scratch.0, None), &Executor::new(1)).unwrap();
     assert_eq!(
         stores.labels["default"].location(),
         &Location::File(scratch.0.join(".spin").join(DEFAULT_FILE))
@@ -56,14 +56,14 @@ fn default_is_in_the_state_dir_and_labels_come_from_the_runtime_config() {
             "[key_value_store.cache]\ntype = \"spin\"\npath = \"data/cache.db\"\n[key_value_store.temp]\ntype = \"spin\"\n",
         ),
     );
-    let stores = Stores::from_config(&with_file, &Executor::new(1).unwrap()).unwrap();
+    let stores = Stores::from_config(&with_file, &Executor::new(1)).unwrap();
     assert_eq!(
         stores.labels["cache"].location(),
         &Location::File(scratch.0.join("data/cache.db"))
     );
     assert_eq!(stores.labels["temp"].location(), &Location::Memory);
     let no_state = RuntimeConfig::load(None, &StateDirArg::Unset, &scratch.0).unwrap();
-    let stores = Stores::from_config(&no_state, &Executor::new(1).unwrap()).unwrap();
+    let stores = Stores::from_config(&no_state, &Executor::new(1)).unwrap();
     assert_eq!(stores.labels["default"].location(), &Location::Memory);
 }
 
@@ -74,13 +74,13 @@ fn other_store_types_and_undefined_grants_are_refused_at_start() {
         &scratch.0,
         Some("[key_value_store.r]\ntype = \"redis\"\nurl = \"redis://localhost\"\n"),
     );
-    let error = Stores::from_config(&redis, &Executor::new(1).unwrap()).unwrap_err();
+    let error = Stores::from_config(&redis, &Executor::new(1)).unwrap_err();
     assert!(
         format!("{error:#}").contains("type Some(\"redis\")"),
         "{error:#}"
     );
     let stores =
-        Stores::from_config(&config(&scratch.0, None), &Executor::new(1).unwrap()).unwrap();
+        Stores::from_config(&config(&scratch.0, None), &Executor::new(1)).unwrap();
     stores.check_grants("c", &["default".into()]).unwrap();
     let error = stores.check_grants("c", &["cache".into()]).unwrap_err();
     assert!(error.to_string().contains("\"cache\""), "{error}");

@@ -8,10 +8,14 @@
 //!
 //! A piece of work whose caller gave up while it was queued finds out when
 //! it starts (`connection`'s flag) and returns at once.
+//!
+//! The threads start with the first piece of work: an app that never calls
+//! SQLite (most of a node's pods) keeps no idle threads, their stacks and
+//! allocator arenas.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -20,7 +24,7 @@ type Job = Box<dyn FnOnce() + Send>;
 const QUEUE: usize = 4_096;
 
 pub struct Executor {
-    jobs: SyncSender<Job>,
+    jobs: OnceLock<std::io::Result<SyncSender<Job>>>,
     threads: usize,
 }
 
@@ -36,19 +40,26 @@ impl Executor {
         std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
     }
 
-    /// Starts `threads` threads (at least one); they end when the executor is
-    /// dropped and the queue is empty.
-    pub fn new(threads: usize) -> std::io::Result<Arc<Self>> {
-        let threads = threads.max(1);
-        let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
-        let queue = Arc::new(Mutex::new(queue));
-        for index in 0..threads {
-            let queue = queue.clone();
-            std::thread::Builder::new()
-                .name(format!("sqlite-{index}"))
-                .spawn(move || work(&queue))?;
-        }
-        Ok(Arc::new(Self { jobs, threads }))
+    /// An executor of `threads` threads (at least one), started by the first
+    /// job; they end when the executor is dropped and the queue is empty.
+    pub fn new(threads: usize) -> Arc<Self> {
+        Arc::new(Self {
+            jobs: OnceLock::new(),
+            threads: threads.max(1),
+        })
+    }
+
+    /// Whether its threads have started.
+    pub fn started(&self) -> bool {
+        self.jobs.get().is_some()
+    }
+
+    /// The queue, its threads started on first use.
+    fn jobs(&self) -> Result<&SyncSender<Job>, String> {
+        self.jobs
+            .get_or_init(|| start(self.threads))
+            .as_ref()
+            .map_err(|error| format!("the host's SQLite threads could not start: {error}"))
     }
 
     /// Runs `job` on one of the threads; `Err` if the queue is full or the
@@ -61,7 +72,7 @@ impl Executor {
         let job: Job = Box::new(move || {
             let _ = answer.send(job());
         });
-        self.jobs.try_send(job).map_err(|error| match error {
+        self.jobs()?.try_send(job).map_err(|error| match error {
             TrySendError::Full(_) => format!(
                 "the host's SQLite threads are busy: {QUEUE} calls are waiting already; retry later"
             ),
@@ -69,6 +80,19 @@ impl Executor {
         })?;
         answered.await.map_err(|_| "SQLite work failed".to_string())
     }
+}
+
+/// Starts `threads` threads on one queue.
+fn start(threads: usize) -> std::io::Result<SyncSender<Job>> {
+    let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
+    let queue = Arc::new(Mutex::new(queue));
+    for index in 0..threads {
+        let queue = queue.clone();
+        std::thread::Builder::new()
+            .name(format!("sqlite-{index}"))
+            .spawn(move || work(&queue))?;
+    }
+    Ok(jobs)
 }
 
 /// One thread's loop: the next job, until the queue is closed. A job that
@@ -91,7 +115,8 @@ mod tests {
 
     #[tokio::test]
     async fn jobs_run_on_at_most_its_threads_and_a_panic_fails_only_its_job() {
-        let executor = Executor::new(2).unwrap();
+        let executor = Executor::new(2);
+        assert!(!executor.started(), "no thread before the first job");
         let running = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
         let jobs = (0..8).map(|_| {
