@@ -111,13 +111,20 @@ def push_image(base: str, repo: str, tag: str, layer: bytes, config: dict) -> st
     config = json.dumps(
         {**config, "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}, sort_keys=True
     ).encode()
-    layer_digest = push_blob(base, repo, layer)
-    config_digest = push_blob(base, repo, config)
+    return push_manifest(base, repo, tag, (OCI_CONFIG, config), (OCI_LAYER, layer))
+
+
+def push_manifest(base: str, repo: str, tag: str, config: tuple[str, bytes],
+                  layer: tuple[str, bytes]) -> str:
+    """Pushes a manifest of one config and one layer, each a (media type, bytes) pair,
+    and both blobs; returns the manifest's digest."""
+    layer_digest = push_blob(base, repo, layer[1])
+    config_digest = push_blob(base, repo, config[1])
     image = json.dumps({
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
-        "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": len(config)},
-        "layers": [{"mediaType": OCI_LAYER, "digest": layer_digest, "size": len(layer)}],
+        "config": {"mediaType": config[0], "digest": config_digest, "size": len(config[1])},
+        "layers": [{"mediaType": layer[0], "digest": layer_digest, "size": len(layer[1])}],
     }, sort_keys=True).encode()
     with send(f"{base}/v2/{repo}/manifests/{tag or 'latest'}", "PUT", image,
               {"Content-Type": OCI_MANIFEST}) as r:

@@ -15,7 +15,7 @@ import json
 import pathlib
 import sys
 
-from files_image import OCI_MANIFEST, digest, push_blob, send
+from files_image import digest, push_manifest
 
 WASM_CONFIG = "application/vnd.wasm.config.v0+json"
 WASM_LAYER = "application/wasm"
@@ -25,23 +25,11 @@ def main() -> None:
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     wasm = pathlib.Path(sys.argv[1]).read_bytes()
-    base = f"http://{sys.argv[2]}"
     repo, _, tag = sys.argv[3].partition(":")
-    layer_digest = push_blob(base, repo, wasm)
     config = json.dumps({"architecture": "wasm", "os": "wasip2",
-                         "layerDigests": [layer_digest]}, sort_keys=True).encode()
-    config_digest = push_blob(base, repo, config)
-    image = json.dumps({
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "config": {"mediaType": WASM_CONFIG, "digest": config_digest, "size": len(config)},
-        "layers": [{"mediaType": WASM_LAYER, "digest": layer_digest, "size": len(wasm)}],
-    }, sort_keys=True).encode()
-    with send(f"{base}/v2/{repo}/manifests/{tag or 'latest'}", "PUT", image,
-              {"Content-Type": OCI_MANIFEST}) as r:
-        if r.status != 201:
-            sys.exit(f"manifest upload: HTTP {r.status}")
-    print(digest(image))
+                         "layerDigests": [digest(wasm)]}, sort_keys=True).encode()
+    print(push_manifest(f"http://{sys.argv[2]}", repo, tag, (WASM_CONFIG, config),
+                        (WASM_LAYER, wasm)))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ use e2e::parity::{answers_everything, app, middleware};
 use e2e::registry::Registry;
 use e2e::{Scratch, Server, artifact, get, run_command_to_exit};
 use serde_json::Value;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -65,6 +66,24 @@ fn serve(
     )
 }
 
+/// `spinbench registry push` of the app at `app` (a directory or manifest)
+/// to `reference`, which must succeed.
+fn push(registry: &Registry, scratch: &Scratch, app: &Path, reference: &str) {
+    let (ok, output) = spinbench(
+        registry,
+        scratch,
+        &[
+            "registry",
+            "push",
+            "--insecure",
+            "-f",
+            app.to_str().unwrap(),
+            reference,
+        ],
+    );
+    assert!(ok, "{output}");
+}
+
 /// The locked app of `repository:tag`.
 fn locked_app(registry: &Registry, repository: &str, tag: &str) -> Value {
     let get_json = |path: &str| -> Value {
@@ -93,19 +112,7 @@ fn the_parity_app_pushed_and_served_by_reference_answers_everything() {
     let scratch = Scratch::new("parity-registry");
     let reference = registry.reference("parity:1");
     let app = app();
-    let (ok, output) = spinbench(
-        registry,
-        &scratch,
-        &[
-            "registry",
-            "push",
-            "--insecure",
-            "-f",
-            app.to_str().unwrap(),
-            &reference,
-        ],
-    );
-    assert!(ok, "{output}");
+    push(registry, &scratch, &app, &reference);
     // Spin 4.1's locked app: the dependency uncomposed, each host
     // requirement named.
     let locked = locked_app(registry, "parity", "1");
@@ -268,19 +275,7 @@ fn middleware_pushed_and_served_by_reference_runs_as_from_the_directory() {
     std::fs::create_dir_all(&dir).unwrap();
     let manifest = middleware::manifest(&dir, false);
     let reference = registry.reference("parity-middleware:1");
-    let (ok, output) = spinbench(
-        registry,
-        &scratch,
-        &[
-            "registry",
-            "push",
-            "--insecure",
-            "-f",
-            manifest.to_str().unwrap(),
-            &reference,
-        ],
-    );
-    assert!(ok, "{output}");
+    push(registry, &scratch, &manifest, &reference);
     // Locked as Spin 4.1 locks it: each trigger's middleware on a copy of
     // `back` of its own, uncomposed, with the `middleware` host requirement.
     let locked = locked_app(registry, "parity-middleware", "1");

@@ -44,8 +44,7 @@ fn context(granted: &[&str], config: RuntimeConfig) -> ComponentContext {
 #[test]
 fn default_is_in_the_state_dir_and_labels_come_from_the_runtime_config() {
     let scratch = Scratch::new("config");
-    let stores =
-        Stores::from_config(&config(&scratch.0, None), &Executor::new(1)).unwrap();
+    let stores = Stores::from_config(&config(&scratch.0, None), &Executor::new(1)).unwrap();
     assert_eq!(
         stores.labels["default"].location(),
         &Location::File(scratch.0.join(".spin").join(DEFAULT_FILE))
@@ -79,8 +78,7 @@ fn other_store_types_and_undefined_grants_are_refused_at_start() {
         format!("{error:#}").contains("type Some(\"redis\")"),
         "{error:#}"
     );
-    let stores =
-        Stores::from_config(&config(&scratch.0, None), &Executor::new(1)).unwrap();
+    let stores = Stores::from_config(&config(&scratch.0, None), &Executor::new(1)).unwrap();
     stores.check_grants("c", &["default".into()]).unwrap();
     let error = stores.check_grants("c", &["cache".into()]).unwrap_err();
     assert!(error.to_string().contains("\"cache\""), "{error}");
