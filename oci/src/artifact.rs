@@ -217,6 +217,34 @@ pub fn locked_app_descriptor(manifest: &OciImageManifest) -> Result<&OciDescript
     )
 }
 
+/// What an artifact's app is made from, as Spin reads it: its locked app, or,
+/// with none, its one wasm layer ([`wasm_package_layer`]).
+#[derive(Debug, Clone, Copy)]
+pub enum AppSource<'a> {
+    Locked(&'a OciDescriptor),
+    WasmPackage(&'a OciDescriptor),
+}
+
+impl<'a> AppSource<'a> {
+    /// The blob the app is read from.
+    pub fn descriptor(self) -> &'a OciDescriptor {
+        match self {
+            AppSource::Locked(descriptor) | AppSource::WasmPackage(descriptor) => descriptor,
+        }
+    }
+}
+
+/// The locked app of `manifest`, else its one wasm layer; the locked app's
+/// error where it has neither.
+pub fn app_source(manifest: &OciImageManifest) -> Result<AppSource<'_>> {
+    match locked_app_descriptor(manifest) {
+        Ok(descriptor) => Ok(AppSource::Locked(descriptor)),
+        Err(error) => wasm_package_layer(manifest)
+            .map(AppSource::WasmPackage)
+            .ok_or(error),
+    }
+}
+
 /// The one wasm layer of an artifact that has no locked app (a package
 /// pushed by `wkg`, or one wasm pushed as Spin's wasm layer), which Spin runs
 /// as a one-component app ([`crate::locked::LockedApp::for_wasm_package`]).

@@ -229,14 +229,9 @@ impl Registry {
     ) -> Result<Downloaded> {
         // A single wasm with no locked app (what `wkg oci push` writes) is
         // its one layer, which Spin runs as a one-component app.
-        let (locked, is_locked_app) = match artifact::locked_app_descriptor(manifest) {
-            Ok(descriptor) => (descriptor, true),
-            Err(e) => (
-                artifact::wasm_package_layer(manifest)
-                    .ok_or_else(|| anyhow!("{}: {e}", self.reference))?,
-                false,
-            ),
-        };
+        let source =
+            artifact::app_source(manifest).map_err(|e| anyhow!("{}: {e}", self.reference))?;
+        let locked = source.descriptor();
         let mut pending: Vec<&OciDescriptor> = vec![locked];
         for layer in &manifest.layers {
             if !store.has(Digest::parse(&layer.digest)?)
@@ -253,7 +248,7 @@ impl Registry {
                 .charge(size)
                 .map_err(|e| anyhow!("{}: {e}", self.reference))?;
         }
-        if is_locked_app {
+        if let artifact::AppSource::Locked(_) = source {
             limits
                 .check_document("the locked app", u64::try_from(locked.size).unwrap_or(0))
                 .map_err(|e| anyhow!("{}: {e}", self.reference))?;

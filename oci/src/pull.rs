@@ -123,12 +123,10 @@ fn locked_app(
     store: &Store,
     limits: &PullLimits,
 ) -> Result<LockedApp> {
-    let descriptor = match artifact::locked_app_descriptor(manifest) {
-        Ok(descriptor) => descriptor,
-        Err(error) => {
-            return artifact::wasm_package_layer(manifest)
-                .map(|layer| LockedApp::for_wasm_package(&layer.digest))
-                .ok_or(error);
+    let descriptor = match artifact::app_source(manifest)? {
+        artifact::AppSource::Locked(descriptor) => descriptor,
+        artifact::AppSource::WasmPackage(layer) => {
+            return Ok(LockedApp::for_wasm_package(&layer.digest));
         }
     };
     let bytes = store

@@ -12,6 +12,7 @@
 //! `.ci/run` installs all of it. The other tests need none of it: what
 //! deploy/local-node.sh says when a tool is missing, and `load --url`.
 
+use e2e::apps::{built_function_set, one_component_app};
 use e2e::contract::cases;
 use e2e::node::{self, Node};
 use e2e::registry::hello_app;
@@ -29,22 +30,6 @@ fn node_can_run(test: &str) -> bool {
         eprintln!("skipped: {test} needs {}", missing.join(", "));
     }
     missing.is_empty()
-}
-
-/// The function set's components, which `make build` builds.
-fn built_function_set() -> PathBuf {
-    for wasm in [
-        "hello",
-        "hello_sdk",
-        "echo",
-        "cpu",
-        "io",
-        "suntimes",
-        "sha1_blocks",
-    ] {
-        artifact(&format!("wasm32-wasip2/release/{wasm}.wasm"));
-    }
-    workspace_root().join("spin.toml")
 }
 
 /// The function set (spin.toml) pushed as an image with files and pulled.
@@ -348,17 +333,7 @@ fn image_of_good(node: &Node) -> String {
 
 /// A one-component app directory: spin.toml with `trigger`, its `hello.wasm` `wasm`.
 fn app_dir(node: &Node, name: &str, trigger: &str, wasm: &[u8]) -> PathBuf {
-    let dir = node.scratch(name);
-    std::fs::write(
-        dir.join("spin.toml"),
-        format!(
-            "spin_manifest_version = 2\n[application]\nname = \"{name}\"\n{trigger}\
-             [component.hello]\nsource = \"hello.wasm\"\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("hello.wasm"), wasm).unwrap();
-    dir.join("spin.toml")
+    one_component_app(&node.scratch(name), name, trigger, wasm)
 }
 
 #[test]

@@ -1,13 +1,13 @@
 //! Pods through CRI: the function set on spinbench's shim and the native `hello`
 //! on runc, in the kubelet's order of calls, reached at their pod IPs.
 
+use e2e::apps::built_function_set;
 use e2e::contract::cases;
 use e2e::cri::{missing, native_hello, repo, start_node};
-use e2e::{Server, artifact, workspace_root};
+use e2e::{Server, artifact};
 use spinbench_node::config::{RUNC_HANDLER, SPINBENCH_HANDLER};
 use spinbench_node::k8s_cri::v1::ContainerState;
 use spinbench_node::{Node, Pod, PodSpec, procs};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Whether this machine can run a CRI node; says why not if it cannot.
@@ -17,22 +17,6 @@ pub fn node_can_run(test: &str) -> bool {
         eprintln!("skipped: {test} needs {}", missing.join(", "));
     }
     missing.is_empty()
-}
-
-/// The function set's manifest, its components built.
-pub fn built_function_set() -> PathBuf {
-    for wasm in [
-        "hello",
-        "hello_sdk",
-        "echo",
-        "cpu",
-        "io",
-        "suntimes",
-        "sha1_blocks",
-    ] {
-        artifact(&format!("wasm32-wasip2/release/{wasm}.wasm"));
-    }
-    workspace_root().join("spin.toml")
 }
 
 /// A wasm pod of `image` on the `spinbench` handler, listening on port 80 of the

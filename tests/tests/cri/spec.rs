@@ -4,6 +4,7 @@
 //! images and refused apps surface in the container's CRI status.
 
 use super::pods::{node_can_run, ready, run, wasm_pod};
+use e2e::apps::one_component_app;
 use e2e::cri::{repo, start_node};
 use e2e::registry::hello_app;
 use e2e::{artifact, workspace_root};
@@ -93,18 +94,7 @@ fn what_a_pod_spec_sets_reaches_the_host() {
 
 /// A one-component app directory with `trigger` and `wasm` as its component.
 fn app_dir(node: &Node, name: &str, trigger: &str, wasm: &[u8]) -> PathBuf {
-    let dir = node.dir().join("apps").join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("spin.toml"),
-        format!(
-            "spin_manifest_version = 2\n[application]\nname = \"{name}\"\n{trigger}\
-             [component.hello]\nsource = \"hello.wasm\"\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("hello.wasm"), wasm).unwrap();
-    dir.join("spin.toml")
+    one_component_app(&node.dir().join("apps").join(name), name, trigger, wasm)
 }
 
 /// Pods the shim must refuse, each with what its reason must say.
