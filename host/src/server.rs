@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_io_timeout::TimeoutStream;
 
 /// Default `--header-read-timeout`.
@@ -54,6 +54,11 @@ pub struct ServeOptions {
     pub response_write_timeout: Duration,
     /// Connections open at once; past it, new ones wait in the listen backlog.
     pub max_connections: usize,
+    /// What stops the server (then in-flight requests get `shutdown_grace`):
+    /// `None`, SIGTERM or SIGINT to the process; `Some`, a notification, for a
+    /// host that is one of several in its process (the containerd shim's
+    /// in-process design), where a signal is not its own.
+    pub stop: Option<Arc<Notify>>,
 }
 
 impl ServeOptions {
@@ -66,6 +71,7 @@ impl ServeOptions {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             response_write_timeout: DEFAULT_RESPONSE_WRITE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            stop: None,
         }
     }
 }
@@ -91,14 +97,21 @@ async fn run(host: Arc<Host>, options: ServeOptions) -> Result<()> {
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let mut backoff = AcceptBackoff::default();
-    // A signal, or a trigger that stopped (a Redis server gone: the app
+    // A signal (or the host's stop notification), or a trigger that stopped (a Redis server gone: the app
     // stops, as `spin up` does).
     let stopped = Arc::new(std::sync::Mutex::new(None));
+    let stop = options.stop.clone();
     let shutdown = {
         let stopped = stopped.clone();
         async move {
+            let signal = async move {
+                match stop {
+                    Some(stop) => stop.notified().await,
+                    None => shutdown_signal().await,
+                }
+            };
             tokio::select! {
-                () = shutdown_signal() => {}
+                () = signal => {}
                 error = triggers => {
                     *stopped.lock().expect("not poisoned") = Some(error);
                 }
