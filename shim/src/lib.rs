@@ -15,6 +15,7 @@ mod app;
 mod artifact;
 mod bundle;
 mod env;
+pub mod inprocess;
 mod memory;
 mod precompile;
 pub mod sandbox;
