@@ -11,7 +11,7 @@
 #
 # Usage (as root, from anywhere in the repository, after `make build`):
 #   deploy/density.sh [--counts 10,100,250,500]
-#                     [--subjects spinbench,runc]
+#                     [--subjects spinbench,spinbench-inprocess,spinbench-node,runc]
 #                     [--results-dir results] [--settle-s 5] [--idle-s 10] [--floor-mib 3072]
 # Writes <results-dir>/density-<timestamp>/density.{json,md,svg}. Starting pods stops
 # (and the report says where) when the machine has less than --floor-mib available.

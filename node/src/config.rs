@@ -9,6 +9,32 @@ use std::path::Path;
 pub const SPINBENCH_HANDLER: &str = "spinbench";
 /// Its runtime: containerd runs `containerd-shim-spinbench-v1` for it.
 pub const SPINBENCH_RUNTIME: &str = "io.containerd.spinbench.v1";
+/// The in-process design of spinbench's shim (one process per pod, or per
+/// node with `SPINBENCH_SHIM_SCOPE=node` in containerd's environment).
+pub const INPROCESS_HANDLER: &str = "spinbench-inprocess";
+pub const INPROCESS_RUNTIME: &str = "io.containerd.spinbench-inprocess.v1";
+/// Which pods one process of the in-process shim serves: its own pod's
+/// containers (containerd starts a shim per pod, the default), or every pod of
+/// the node. containerd's environment carries it to the shims
+/// (`SPINBENCH_SHIM_SCOPE`, read by shim/src/inprocess).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShimScope {
+    #[default]
+    Pod,
+    Node,
+}
+
+impl ShimScope {
+    pub const ENV: &str = "SPINBENCH_SHIM_SCOPE";
+
+    pub fn env_value(self) -> &'static str {
+        match self {
+            ShimScope::Pod => "pod",
+            ShimScope::Node => "node",
+        }
+    }
+}
+
 /// The handler of container pods (runc), the default one.
 pub const RUNC_HANDLER: &str = "runc";
 /// Where Debian's `containernetworking-plugins` installs the plugins.
@@ -69,6 +95,8 @@ state = "{d}/state"
         Root = "{d}/runc"
     [{cri}.containerd.runtimes.{SPINBENCH_HANDLER}]
       runtime_type = "{SPINBENCH_RUNTIME}"
+    [{cri}.containerd.runtimes.{INPROCESS_HANDLER}]
+      runtime_type = "{INPROCESS_RUNTIME}"
   [{cri}.registry]
     config_path = "{d}/certs.d"
 "#,

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use spinbench_node::config::{RUNC_HANDLER, SPINBENCH_HANDLER};
+use spinbench_node::config::{INPROCESS_HANDLER, RUNC_HANDLER, SPINBENCH_HANDLER, ShimScope};
 use spinbench_node::density::{self, Subject};
 use spinbench_node::images::Repo;
 use spinbench_node::report::{self, Density};
@@ -32,7 +32,9 @@ struct DensityArgs {
     #[arg(long, value_delimiter = ',', default_value = "10,100,250,500")]
     counts: Vec<usize>,
     /// The subjects: `spinbench` (the wasm hello, Spin's artifact, on the
-    /// `spinbench` handler) and `runc` (the static native hello).
+    /// `spinbench` handler: the container design), `spinbench-inprocess` (the
+    /// in-process design, a shim per pod), `spinbench-node` (the in-process
+    /// design, one shim for the node) and `runc` (the static native hello).
     #[arg(long, value_delimiter = ',', default_value = "spinbench,runc")]
     subjects: Vec<String>,
     /// Where `density-<timestamp>/` is written.
@@ -115,6 +117,11 @@ fn density_run(args: &DensityArgs) -> Result<()> {
         let node = Node::start(&NodeOptions {
             shim_dir: builds.shim_dir.clone(),
             parent_dir: std::env::temp_dir(),
+            shim_scope: if name == "spinbench-node" {
+                ShimScope::Node
+            } else {
+                ShimScope::Pod
+            },
             spawn: |mut command| command.spawn(),
         })?;
         let subject = subject(&node, &builds, name)?;
@@ -171,6 +178,14 @@ fn subject(node: &Node, builds: &Builds, name: &str) -> Result<Subject> {
             SPINBENCH_HANDLER,
             "the container design (runwasi's zygote, youki containers, the pause process)",
         ),
+        "spinbench-inprocess" => wasm(
+            INPROCESS_HANDLER,
+            "the in-process design, one shim process per pod",
+        ),
+        "spinbench-node" => wasm(
+            INPROCESS_HANDLER,
+            "the in-process design, one shim process for the node (SPINBENCH_SHIM_SCOPE=node)",
+        ),
         "runc" => {
             let image = repo.push_file(node, &builds.native, "hello:native")?;
             Ok(Subject {
@@ -185,7 +200,9 @@ fn subject(node: &Node, builds: &Builds, name: &str) -> Result<Subject> {
                 }),
             })
         }
-        other => bail!("no subject {other:?}: spinbench or runc"),
+        other => {
+            bail!("no subject {other:?}: spinbench, spinbench-inprocess, spinbench-node or runc")
+        }
     }
 }
 

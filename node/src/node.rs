@@ -7,7 +7,7 @@
 //! ended: pods through CRI, then every process it started by its PID, the shims
 //! given its socket, mounts, cgroups, the namespace, the directory.
 
-use crate::config::NodeConfig;
+use crate::config::{NodeConfig, ShimScope};
 use crate::cri::Cri;
 use crate::netns::NetNs;
 use crate::pod::{Pod, PodPlace, PodSpec};
@@ -35,6 +35,8 @@ pub struct NodeOptions {
     pub shim_dir: PathBuf,
     /// The directory the node's own is made in (e.g. /tmp).
     pub parent_dir: PathBuf,
+    /// The in-process shim's scope.
+    pub shim_scope: ShimScope,
     /// How the node's own processes (the registry, containerd) are started: a
     /// test ties them to its process (`e2e::process::spawn_tied`), so that they
     /// die with it however it ends; the density command spawns them plainly.
@@ -100,10 +102,14 @@ impl Node {
             std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
         ))?;
         let mut containerd = self.netns.command("containerd");
+        // The in-process shim's scope and its node-wide compiled code, under the
+        // node's directory (shims inherit containerd's environment).
         containerd
             .arg("--config")
             .arg(self.dir.join("containerd.toml"))
-            .env("PATH", path);
+            .env("PATH", path)
+            .env(ShimScope::ENV, options.shim_scope.env_value())
+            .env("SPINBENCH_SHIM_CACHE", self.dir.join("shim-cache"));
         self.containerd = Some(spawn_logged(
             options.spawn,
             containerd,

@@ -37,10 +37,15 @@ pub fn container_limit(cgroup_root: &Path) -> Option<u64> {
 /// component that starts past `SPIN_MAX_INSTANCE_MEMORY` has a larger cap,
 /// and the pool is sized for it.
 pub fn memory_fit(cgroup_root: &Path) -> Option<MemoryFit> {
-    container_limit(cgroup_root).map(|limit| MemoryFit {
+    container_limit(cgroup_root).map(fit_in)
+}
+
+/// What the host may use under a memory limit of `limit` bytes.
+pub fn fit_in(limit: u64) -> MemoryFit {
+    MemoryFit {
         limit,
         reserve: HOST_RESERVE,
-    })
+    }
 }
 
 #[cfg(test)]

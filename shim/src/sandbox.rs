@@ -13,7 +13,7 @@ use containerd_shim_wasm::sandbox::Sandbox;
 use containerd_shim_wasm::sandbox::context::RuntimeContext;
 use containerd_shim_wasm::shim::{Compiler, Shim, Version, version};
 use spinbench_host::manifest::Manifest;
-use spinbench_host::{Host, HostOptions, PoolSizing, ServeOptions};
+use spinbench_host::{Host, HostOptions, MemoryFit, PoolSizing, ServeOptions};
 use std::path::{Path, PathBuf};
 
 /// Where the kubelet mounts a container's termination message file (its
@@ -82,7 +82,12 @@ fn serve(ctx: &impl RuntimeContext) -> Result<()> {
         cache_dir,
     } = app::materialize(&ctx.entrypoint().source)?;
     let manifest = Manifest::load_retaining(&manifest, &env.components_to_retain())?;
-    let options = host_options(&env, cache_dir)?;
+    let options = host_options(
+        &env,
+        cache_dir,
+        memory::memory_fit(Path::new("/sys/fs/cgroup")),
+        app::runtime_config_file(),
+    )?;
     // The host runs its own tokio runtime; this function runs inside the
     // library's, which a runtime cannot be started from.
     std::thread::Builder::new()
@@ -97,10 +102,14 @@ fn serve(ctx: &impl RuntimeContext) -> Result<()> {
 }
 
 /// `serve`'s options, with the container's environment for variables and
-/// limits and its memory limit as the pool's bound.
-fn host_options(env: &ContainerEnv, cache_dir: Option<PathBuf>) -> Result<HostOptions> {
+/// limits and its memory limit (`memory_fit`) as the pool's bound.
+pub(crate) fn host_options(
+    env: &ContainerEnv,
+    cache_dir: Option<PathBuf>,
+    memory_fit: Option<MemoryFit>,
+    runtime_config_file: Option<PathBuf>,
+) -> Result<HostOptions> {
     let defaults = HostOptions::default();
-    let memory_fit = memory::memory_fit(Path::new("/sys/fs/cgroup"));
     let pool = PoolSizing {
         max_memory_size: env
             .max_instance_memory()?
@@ -119,7 +128,7 @@ fn host_options(env: &ContainerEnv, cache_dir: Option<PathBuf>) -> Result<HostOp
         pool,
         memory_fit,
         pool_in_background: true,
-        runtime_config_file: app::runtime_config_file(),
+        runtime_config_file,
         env: Some(env.variables()),
         ..defaults
     };

@@ -4,6 +4,7 @@
 //! builds, the pause image pushed, and what the machine lacks for it.
 
 use crate::{artifact, is_root, node, on_path, process, workspace_root};
+use spinbench_node::config::ShimScope;
 use spinbench_node::images::Repo;
 use spinbench_node::{Node, NodeOptions};
 use std::path::{Path, PathBuf};
@@ -64,10 +65,16 @@ fn host_triple() -> String {
 
 /// A started node with the pause image in its registry.
 pub fn start_node() -> Node {
+    start_node_with(ShimScope::Pod)
+}
+
+/// A started node whose in-process shim serves pods in `scope`.
+pub fn start_node_with(shim_scope: ShimScope) -> Node {
     let shim = artifact("release/containerd-shim-spinbench-v1");
     let node = Node::start(&NodeOptions {
         shim_dir: shim.parent().expect("target/release").to_path_buf(),
         parent_dir: std::env::temp_dir(),
+        shim_scope,
         spawn: process::spawn_tied,
     })
     .unwrap_or_else(|e| panic!("{e:#}"));

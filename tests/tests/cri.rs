@@ -5,7 +5,8 @@
 //! with an IP from Debian's CNI plugins (bridge, host-local, loopback), reached at
 //! that IP as a Service would reach it. Each test has a node of its own: its own
 //! containerd root, state and socket, network namespace, subnet and registry,
-//! torn down however the test ends.
+//! torn down however the test ends. inprocess.rs runs the same calls on the
+//! in-process design (handler `spinbench-inprocess`), per pod and per node.
 //!
 //! Built with the `cri` feature (make turns it on where the shim builds); where
 //! the machine cannot run a node each test says "skipped" with what is missing.
@@ -26,3 +27,7 @@ mod pods;
 #[cfg(feature = "cri")]
 #[path = "cri/spec.rs"]
 mod spec;
+
+#[cfg(feature = "cri")]
+#[path = "cri/inprocess.rs"]
+mod inprocess;

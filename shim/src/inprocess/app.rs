@@ -72,7 +72,7 @@ impl AppRun {
     async fn try_start(&self, id: &str) -> Result<()> {
         let layers = Store::connect(&self.cfg.containerd_address, &self.cfg.namespace)
             .await?
-            .wasm_layers(id)
+            .wasm_layers(id, &spinbench_oci::PullLimits::from_env()?)
             .await?;
         let env = ContainerEnv::new(
             self.spec
@@ -82,19 +82,18 @@ impl AppRun {
                 .as_deref()
                 .unwrap_or_default(),
         );
-        env.check_unsupported()?;
         let listen = env.listen_addr()?;
         let rootfs = self.cfg.bundle.join("rootfs");
         let App {
             manifest,
             cache_dir: _,
         } = app::materialize_in(&rootfs, &layers)?;
-        let manifest = Manifest::load(&manifest)?;
+        let manifest = Manifest::load_retaining(&manifest, &env.components_to_retain())?;
         let runtime_config = rootfs.join("runtime-config.toml");
         let options = crate::sandbox::host_options(
             &env,
             Some(cache_dir()),
-            placement::memory_limit(&self.spec),
+            placement::memory_limit(&self.spec).map(crate::memory::fit_in),
             runtime_config.is_file().then_some(runtime_config),
         )?;
         // Compiled (once per node and image) before the pod's cgroup is joined:
@@ -114,8 +113,9 @@ impl AppRun {
         let network = self.network.clone();
         let stop = self.stop.clone();
         let exit = self.exit.clone();
+        let scope = self.scope;
         std::thread::Builder::new()
-            .name(format!("app-{}", &id[..id.len().min(12)]))
+            .name(format!("app-{}", id.chars().take(12).collect::<String>()))
             .spawn(move || {
                 let host = network
                     .as_deref()
@@ -140,6 +140,9 @@ impl AppRun {
                         1
                     }
                 };
+                if scope == Scope::Pod {
+                    release_output();
+                }
                 let _ = exit.set((code, Utc::now()));
             })
             .context("starting the app's thread")?;
@@ -185,18 +188,14 @@ impl AppRun {
     pub fn stop(&self, kill: bool) {
         self.stop.notify_one();
         if kill {
+            if self.scope == Scope::Pod {
+                release_output();
+            }
             let _ = self.exit.set((KILLED, Utc::now()));
         }
     }
 
     pub fn delete(&self, id: &str) -> Result<()> {
-        if self.scope == Scope::Pod {
-            // The container's output is gone with it; the shim's goes nowhere again.
-            let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-            for fd in [1, 2] {
-                nix::unistd::dup2(null.as_raw_fd(), fd)?;
-            }
-        }
         let joined = self
             .joined
             .lock()
@@ -206,6 +205,19 @@ impl AppRun {
             joined.leave(id)?;
         }
         Ok(())
+    }
+}
+
+/// Closes the container's output (the shim's stdout and stderr point at
+/// /dev/null again) before its exit is reported: containerd deletes a task
+/// only once its output's FIFOs are closed (its IO copy ends), so a task that
+/// exits with them open is never deleted, as a container process's exit closes
+/// them. Best effort: an exit must be reported whatever happens here.
+fn release_output() {
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        for fd in [1, 2] {
+            let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //! manifest (from an index, the `wasi/wasm` one), and the layers of the types the
 //! shim reads ([`artifact::LAYER_TYPES`]). Everything read is bounded in size and
 //! checked against its digest before use: the store is containerd's, but what it
-//! holds came from a registry.
+//! holds came from a registry. The bounds are a pull's (`PullLimits`, from the
+//! shim's environment), as for the container design's layers.
 
 use crate::artifact::LAYER_TYPES;
 use anyhow::{Context, Result, bail};
@@ -16,12 +17,7 @@ use containerd_client::tonic::transport::Channel;
 use containerd_shim_wasm::sandbox::context::WasmLayer;
 use oci_spec::image::{Descriptor, ImageIndex, ImageManifest, MediaType};
 use sha2::{Digest as _, Sha256};
-
-/// A manifest or index: small JSON documents.
-const MAX_MANIFEST: u64 = 4 << 20;
-/// One layer, and all of an app's layers together.
-const MAX_LAYER: u64 = 256 << 20;
-const MAX_LAYERS: u64 = 1 << 30;
+use spinbench_oci::PullLimits;
 
 /// containerd, for one namespace.
 pub struct Store {
@@ -49,7 +45,7 @@ impl Store {
     }
 
     /// The wasm layers of container `id`'s image (none for an image of files).
-    pub async fn wasm_layers(&self, id: &str) -> Result<Vec<WasmLayer>> {
+    pub async fn wasm_layers(&self, id: &str, limits: &PullLimits) -> Result<Vec<WasmLayer>> {
         let container = ContainersClient::new(self.channel.clone())
             .get(self.request(GetContainerRequest { id: id.into() }))
             .await
@@ -67,19 +63,28 @@ impl Store {
             .image
             .and_then(|i| i.target)
             .context("containerd: the image has no target")?;
-        let manifest = self.manifest(&image.media_type, &image.digest).await?;
+        let manifest = self
+            .manifest(&image.media_type, &image.digest, limits.max_manifest)
+            .await?;
         let mut layers = Vec::new();
-        let mut total = 0;
+        let mut total: u64 = 0;
         for descriptor in manifest.layers() {
             if !LAYER_TYPES.contains(&descriptor.media_type().to_string().as_str()) {
                 continue;
             }
-            total += descriptor.size();
-            if total > MAX_LAYERS {
-                bail!("the image's wasm layers exceed {} MiB", MAX_LAYERS >> 20);
+            total = total.saturating_add(descriptor.size());
+            if total > limits.max_pull {
+                bail!(
+                    "the image's wasm layers exceed {} MiB",
+                    limits.max_pull >> 20
+                );
             }
             let layer = self
-                .read(descriptor.digest().as_ref(), descriptor.size(), MAX_LAYER)
+                .read(
+                    descriptor.digest().as_ref(),
+                    descriptor.size(),
+                    limits.max_layer,
+                )
                 .await?;
             layers.push(WasmLayer {
                 config: descriptor.clone(),
@@ -91,8 +96,8 @@ impl Store {
     }
 
     /// The image manifest at `digest`; from an index, its `wasi/wasm` manifest.
-    async fn manifest(&self, media_type: &str, digest: &str) -> Result<ImageManifest> {
-        let bytes = self.read(digest, 0, MAX_MANIFEST).await?;
+    async fn manifest(&self, media_type: &str, digest: &str, limit: u64) -> Result<ImageManifest> {
+        let bytes = self.read(digest, 0, limit).await?;
         if media_type == MediaType::ImageIndex.to_string()
             || media_type == "application/vnd.docker.distribution.manifest.list.v2+json"
         {
@@ -108,7 +113,7 @@ impl Store {
                 .or_else(|| index.manifests().first())
                 .context("the image's index lists no manifest")?;
             let bytes = self
-                .read(chosen.digest().as_ref(), chosen.size(), MAX_MANIFEST)
+                .read(chosen.digest().as_ref(), chosen.size(), limit)
                 .await?;
             return serde_json::from_slice(&bytes).context("the image's manifest");
         }

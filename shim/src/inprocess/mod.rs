@@ -24,6 +24,7 @@ use containerd_shimkit::sandbox::sync::WaitableCell;
 use containerd_shimkit::sandbox::{Error, Instance, InstanceConfig};
 use oci_spec::runtime::Spec;
 use std::collections::HashMap;
+use std::future::Future as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -112,6 +113,15 @@ impl Instance for InProcess {
     }
 
     async fn kill(&self, signal: u32) -> Result<(), Error> {
+        // As runc's shim answers: a task that has exited is not found. containerd's
+        // forced delete (what CRI does on every container exit) then stops there
+        // instead of waiting for a second exit it would never see.
+        if self.has_exited() {
+            return Err(Error::NotFound(format!(
+                "task {}: process already finished",
+                self.id
+            )));
+        }
         match &self.kind {
             Kind::Sandbox => {
                 let _ = self
@@ -135,6 +145,15 @@ impl Instance for InProcess {
 
     async fn wait(&self) -> (u32, DateTime<Utc>) {
         *self.exit.wait().await
+    }
+}
+
+impl InProcess {
+    /// Whether the task's exit is set (one poll of its cell, never waiting).
+    fn has_exited(&self) -> bool {
+        let exit = std::pin::pin!(self.exit.wait());
+        exit.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+            .is_ready()
     }
 }
 
