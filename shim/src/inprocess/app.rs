@@ -17,7 +17,7 @@ use containerd_shimkit::sandbox::InstanceConfig;
 use containerd_shimkit::sandbox::sync::WaitableCell;
 use oci_spec::runtime::Spec;
 use spinbench_host::manifest::Manifest;
-use spinbench_host::{Host, ServeOptions};
+use spinbench_host::{Allocation, Host, ServeOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -90,12 +90,20 @@ impl AppRun {
         } = app::materialize_in(&rootfs, &layers)?;
         let manifest = Manifest::load_retaining(&manifest, &env.components_to_retain())?;
         let runtime_config = rootfs.join("runtime-config.toml");
-        let options = crate::sandbox::host_options(
+        let mut options = crate::sandbox::host_options(
             &env,
             Some(cache_dir()),
             placement::memory_limit(&self.spec).map(crate::memory::fit_in),
             runtime_config.is_file().then_some(runtime_config),
         )?;
+        if self.scope == Scope::Node {
+            // A pool reserves address space for every slot up front (Spin's
+            // 1,100 slots of 4 GiB each: 4.4 TB), and one process has 128 TiB:
+            // a node-wide shim of pooled pods died at its 29th pod. Its pods
+            // allocate each instance when it starts instead; the memory limit
+            // still caps how many are served at once (the admission cap).
+            options.allocation = Allocation::OnDemand;
+        }
         // Compiled (once per node and image) before the pod's cgroup is joined:
         // a compiler's peak is the node's cost, not the pod's, as with runwasi's
         // precompile hook; the host then maps the node's copy.
