@@ -167,6 +167,7 @@ fn lock_networks() -> std::sync::MutexGuard<'static, HashMap<String, PathBuf>> {
 /// runwasi's shimkit runs them for [`InProcess`] tasks; with [`Scope::Node`],
 /// `start` hands every pod the one daemon of the node instead.
 pub fn main() {
+    limit_malloc_arenas();
     if Scope::from_env() == Scope::Node && is_start() {
         if let Err(error) = start_node_wide() {
             spinbench_host::err_line!("{error:#}");
@@ -185,6 +186,22 @@ pub fn main() {
             no_sub_reaper: false,
         }),
     );
+}
+
+/// glibc gives threads that allocate arenas of their own, up to 8 per core,
+/// each keeping what it touched; the shim's threads are many and mostly idle
+/// (the task service's, the runtimes', each pod's), so two arenas serve them.
+#[allow(
+    unsafe_code,
+    reason = "mallopt(3) through libc: it sets one allocator parameter"
+)]
+fn limit_malloc_arenas() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets an allocator parameter; called before any
+    // thread of ours starts.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
 }
 
 /// The daemon's group: every task of the node (runwasi groups by pod sandbox).
