@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// Where the kubelet mounts a container's termination message file (its
 /// `terminationMessagePath`, which `kubectl describe` shows as the message).
-const TERMINATION_LOG: &str = "/dev/termination-log";
+pub(crate) const TERMINATION_LOG: &str = "/dev/termination-log";
 
 /// `io.containerd.spinbench.v1`: containerd runs `containerd-shim-spinbench-v1`.
 pub struct SpinbenchShim;

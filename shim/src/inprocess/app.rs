@@ -11,6 +11,7 @@ use super::placement::{self, Joined};
 use super::{KILLED, Scope};
 use crate::app::{self, App};
 use crate::env::ContainerEnv;
+use crate::sandbox::TERMINATION_LOG;
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc};
 use containerd_shimkit::sandbox::InstanceConfig;
@@ -24,8 +25,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, oneshot};
 
-/// Where the kubelet mounts a container's termination message file.
-const TERMINATION_LOG: &str = "/dev/termination-log";
 /// The node's compiled code, shared by every pod of an image: one copy on disk
 /// and in the page cache, mapped by each (`SPINBENCH_SHIM_CACHE` overrides it).
 const CACHE_DIR: &str = "/var/lib/containerd-shim-spinbench/cache";
